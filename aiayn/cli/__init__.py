@@ -1,0 +1,68 @@
+"""The command line: ``aiayn VERB [options]``.
+
+Every module of this package that defines ``add_arguments(parser)`` and ``run(args) -> int`` is
+a verb (``prepare``, ``train``, ``translate``, ...), its first docstring line the verb's help.
+Verb modules import heavy dependencies inside ``run`` so that ``aiayn --help`` stays fast.
+Errors a user can cause end with one line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import pkgutil
+import sys
+from types import ModuleType
+
+from aiayn.errors import UserError
+
+
+def _verbs() -> dict[str, ModuleType]:
+    verbs = {}
+    for info in pkgutil.iter_modules(__path__):
+        if info.name.startswith("_") or info.name == "common":
+            continue
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        if hasattr(module, "add_arguments") and hasattr(module, "run"):
+            verbs[info.name] = module
+    return verbs
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="aiayn",
+        description="The Transformer of 'Attention Is All You Need', faithfully and visibly.",
+    )
+    sub = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
+    for name, module in sorted(_verbs().items()):
+        doc = (module.__doc__ or name).strip()
+        first = doc.splitlines()[0]
+        p = sub.add_parser(
+            name,
+            help=first,
+            description=doc,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        module.add_arguments(p)
+        p.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``aiayn`` command."""
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args._run(args) or 0)
+    except UserError as e:
+        print(f"aiayn {args.verb}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"aiayn {args.verb}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

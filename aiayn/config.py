@@ -1,0 +1,274 @@
+"""Frozen configurations and the paper's presets.  Sections 3, 5 and 6; Tables 3 and 2.
+
+One config system: ``@dataclass(frozen=True, kw_only=True)`` whose defaults are the paper's
+values, validated in ``__post_init__`` with a message naming the field. Presets are built with
+``dataclasses.replace``; the CLI generates its flags from the fields (``aiayn.cli.common``).
+
+>>> cfg = model_preset("base")
+>>> cfg.d_model, cfg.n_heads, cfg.d_k, cfg.d_ff, cfg.n_layers
+(512, 8, 64, 2048, 6)
+>>> model_preset("table3-A-h1").d_k
+512
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Positions = Literal["sinusoidal", "sinusoidal-concat", "learned"]
+LengthPenalty = Literal["gnmt", "fairseq", "none"]
+
+
+def _check(cond: bool, name: str, message: str) -> None:
+    if not cond:
+        raise ValueError(f"{name}: {message}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelConfig:
+    """The Transformer's architecture.  Section 3; base model of Table 3.
+
+    Defaults are the paper's base model. Options that depart from the paper are off by default
+    and listed in docs/deviations.md.
+    """
+
+    vocab_size: int = 37000  # 5.1: shared source-target BPE vocabulary of about 37000 tokens
+    d_model: int = 512  # 3.1: every sub-layer and embedding output
+    n_heads: int = 8  # 3.2.2: h
+    d_k: int | None = None  # 3.2.2: d_k = d_model / h when None (Table 3 B changes it)
+    d_v: int | None = None  # 3.2.2: d_v = d_model / h when None (Table 3 B keeps d_v = 64)
+    d_ff: int = 2048  # 3.3: inner layer of the FFN
+    n_layers: int = 6  # 3.1: N, the same for encoder and decoder
+    n_dec_layers: int | None = None  # decoder layers when different from n_layers (None: same)
+    dropout: float = 0.1  # 5.4: P_drop, residual and embedding dropout
+    attn_dropout: float = 0.0  # EXTENSION: dropout on attention probabilities (paper: none)
+    ffn_dropout: float = 0.0  # EXTENSION: dropout after the ReLU (paper: none)
+    norm_first: bool = False  # DEVIATION(3.1): pre-LN with a final LayerNorm when True
+    positions: Positions = "sinusoidal"  # 3.5; "learned" is Table 3 row E
+    max_positions: int = 1024  # only for learned positions: the table's size
+    attn_bias: bool = False  # EXTENSION: biases in W^Q, W^K, W^V, W^O (Eq. of 3.2.2 has none)
+    layer_norm_eps: float = 1e-5  # not given in the paper; PyTorch's default
+    pad_id: int = 0  # the padding token of the shared vocabulary
+    fused_attention: bool = True  # use F.scaled_dot_product_attention (proven equal in tests)
+
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "d_model", "n_heads", "d_ff", "n_layers", "max_positions"):
+            _check(getattr(self, name) >= 1, name, f"must be >= 1, got {getattr(self, name)}")
+        if self.d_k is None or self.d_v is None:
+            _check(
+                self.d_model % self.n_heads == 0,
+                "d_model",
+                f"{self.d_model} is not divisible by n_heads={self.n_heads} "
+                "(set d_k and d_v explicitly for another head size)",
+            )
+        else:
+            _check(self.d_k >= 1, "d_k", f"must be >= 1, got {self.d_k}")
+        if self.d_v is not None:
+            _check(self.d_v >= 1, "d_v", f"must be >= 1, got {self.d_v}")
+        if self.n_dec_layers is not None:
+            _check(self.n_dec_layers >= 1, "n_dec_layers", f"must be >= 1, got {self.n_dec_layers}")
+        for name in ("dropout", "attn_dropout", "ffn_dropout"):
+            p = getattr(self, name)
+            _check(0.0 <= p < 1.0, name, f"must be in [0, 1), got {p}")
+        _check(
+            self.positions in ("sinusoidal", "sinusoidal-concat", "learned"),
+            "positions",
+            f"must be sinusoidal, sinusoidal-concat or learned, got {self.positions!r}",
+        )
+        _check(
+            self.positions == "learned" or self.d_model % 2 == 0,
+            "d_model",
+            f"sinusoidal positions need an even d_model, got {self.d_model}",
+        )
+        _check(self.layer_norm_eps > 0, "layer_norm_eps", f"must be > 0, got {self.layer_norm_eps}")
+        _check(
+            0 <= self.pad_id < self.vocab_size,
+            "pad_id",
+            f"must be a token id below vocab_size={self.vocab_size}, got {self.pad_id}",
+        )
+
+    @property
+    def head_dim(self) -> int:
+        """d_k (section 3.2.2): d_model / h unless set."""
+        return self.d_k if self.d_k is not None else self.d_model // self.n_heads
+
+    @property
+    def value_dim(self) -> int:
+        """d_v (section 3.2.2): d_model / h unless set."""
+        return self.d_v if self.d_v is not None else self.d_model // self.n_heads
+
+    @property
+    def decoder_layers(self) -> int:
+        return self.n_dec_layers if self.n_dec_layers is not None else self.n_layers
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainConfig:
+    """The training recipe.  Sections 5.1-5.4.
+
+    lr = lr_scale * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5), Eq. (3).
+    """
+
+    label_smoothing: float = 0.1  # 5.4: eps_ls
+    adam_beta1: float = 0.9  # 5.3
+    adam_beta2: float = 0.98  # 5.3
+    adam_eps: float = 1e-9  # 5.3 (PyTorch's default is 1e-8)
+    warmup: int = 4000  # 5.3: warmup_steps
+    lr_scale: float = 1.0  # EXTENSION: multiplies Eq. (3); 1.0 is the paper
+    max_tokens: int = 25000  # 5.1: about 25000 source and 25000 target tokens a batch
+    update_freq: int = 1  # batches accumulated into one step (1: the batch is the step)
+    max_steps: int = 100_000  # 5.2: base model, 100K steps
+    max_epochs: int = 0  # 0: no limit
+    max_minutes: float = 0.0  # 0: no limit
+    seed: int = 1
+    save_every_steps: int = 0  # 0: only by time
+    save_every_minutes: float = 10.0  # 6.1: checkpoints written at 10-minute intervals
+    keep_last: int = 5  # 6.1: base averages the last 5 (big: 20)
+    log_every: int = 100
+    valid_every: int = 1000
+    max_bad_steps: int = 5  # consecutive non-finite steps that stop the run
+
+    def __post_init__(self) -> None:
+        _check(
+            0.0 <= self.label_smoothing < 1.0,
+            "label_smoothing",
+            f"must be in [0, 1), got {self.label_smoothing}",
+        )
+        for name in ("adam_beta1", "adam_beta2"):
+            b = getattr(self, name)
+            _check(0.0 <= b < 1.0, name, f"must be in [0, 1), got {b}")
+        _check(self.adam_eps > 0, "adam_eps", f"must be > 0, got {self.adam_eps}")
+        for name in ("warmup", "max_tokens", "update_freq", "keep_last", "log_every"):
+            v = getattr(self, name)
+            _check(v >= 1, name, f"must be >= 1, got {v}")
+        _check(self.lr_scale > 0, "lr_scale", f"must be > 0, got {self.lr_scale}")
+        for name in ("max_steps", "max_epochs", "save_every_steps", "valid_every"):
+            v = getattr(self, name)
+            _check(v >= 0, name, f"must be >= 0, got {v}")
+        for name in ("max_minutes", "save_every_minutes"):
+            v = getattr(self, name)
+            _check(v >= 0 and math.isfinite(v), name, f"must be >= 0, got {v}")
+        _check(self.max_bad_steps >= 1, "max_bad_steps", f"must be >= 1, got {self.max_bad_steps}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class DecodeConfig:
+    """Inference settings.  Section 6.1.
+
+    Hypotheses are ranked by log P(Y|X) / lp(Y), lp(Y) = ((5 + |Y|) / 6)^alpha (GNMT).
+    """
+
+    beam: int = 4  # 6.1: beam size 4
+    alpha: float = 0.6  # 6.1: length penalty alpha = 0.6
+    length_penalty: LengthPenalty = "gnmt"  # "fairseq": |Y|^alpha (an EXTENSION)
+    max_len_a: float = 1.0  # 6.1: maximum output length = a * input length + b
+    max_len_b: int = 50  # 6.1: input length + 50
+    nbest: int = 1
+
+    def __post_init__(self) -> None:
+        _check(self.beam >= 1, "beam", f"must be >= 1, got {self.beam}")
+        _check(self.alpha >= 0, "alpha", f"must be >= 0, got {self.alpha}")
+        _check(
+            self.length_penalty in ("gnmt", "fairseq", "none"),
+            "length_penalty",
+            f"must be gnmt, fairseq or none, got {self.length_penalty!r}",
+        )
+        _check(self.max_len_a >= 0, "max_len_a", f"must be >= 0, got {self.max_len_a}")
+        _check(self.max_len_b >= 0, "max_len_b", f"must be >= 0, got {self.max_len_b}")
+        _check(
+            1 <= self.nbest <= self.beam,
+            "nbest",
+            f"must be between 1 and beam={self.beam}, got {self.nbest}",
+        )
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A named row: model overrides and training overrides on top of the base defaults."""
+
+    description: str
+    model: dict[str, Any] = field(default_factory=dict)
+    train: dict[str, Any] = field(default_factory=dict)
+
+
+# Table 3 of the paper; unlisted values are the base model's.
+PRESETS: dict[str, Preset] = {
+    "base": Preset("Transformer base (Table 3, first row): 65M parameters"),
+    "big": Preset(
+        "Transformer big (Table 3, last row; EN-DE P_drop 0.3, 300K steps)",
+        model={"d_model": 1024, "d_ff": 4096, "n_heads": 16, "dropout": 0.3},
+        train={"max_steps": 300_000, "keep_last": 20},
+    ),
+    "tiny": Preset(
+        "A small model for CPU work (not in the paper)",
+        model={"d_model": 256, "n_heads": 4, "d_ff": 1024, "n_layers": 3},
+    ),
+    "table3-A-h1": Preset(
+        "Table 3 row A: h 1, d_k = d_v 512", model={"n_heads": 1, "d_k": 512, "d_v": 512}
+    ),
+    "table3-A-h4": Preset(
+        "Table 3 row A: h 4, d_k = d_v 128", model={"n_heads": 4, "d_k": 128, "d_v": 128}
+    ),
+    "table3-A-h16": Preset(
+        "Table 3 row A: h 16, d_k = d_v 32", model={"n_heads": 16, "d_k": 32, "d_v": 32}
+    ),
+    "table3-A-h32": Preset(
+        "Table 3 row A: h 32, d_k = d_v 16", model={"n_heads": 32, "d_k": 16, "d_v": 16}
+    ),
+    "table3-B-dk16": Preset("Table 3 row B: d_k 16", model={"d_k": 16}),
+    "table3-B-dk32": Preset("Table 3 row B: d_k 32", model={"d_k": 32}),
+    "table3-C-n2": Preset("Table 3 row C: N 2", model={"n_layers": 2}),
+    "table3-C-n4": Preset("Table 3 row C: N 4", model={"n_layers": 4}),
+    "table3-C-n8": Preset("Table 3 row C: N 8", model={"n_layers": 8}),
+    "table3-C-d256": Preset(
+        "Table 3 row C: d_model 256, d_k = d_v 32", model={"d_model": 256, "d_k": 32, "d_v": 32}
+    ),
+    "table3-C-d1024": Preset(
+        "Table 3 row C: d_model 1024, d_k = d_v 128",
+        model={"d_model": 1024, "d_k": 128, "d_v": 128},
+    ),
+    "table3-C-dff1024": Preset("Table 3 row C: d_ff 1024", model={"d_ff": 1024}),
+    "table3-C-dff4096": Preset("Table 3 row C: d_ff 4096", model={"d_ff": 4096}),
+    "table3-D-drop0.0": Preset("Table 3 row D: P_drop 0.0", model={"dropout": 0.0}),
+    "table3-D-drop0.2": Preset("Table 3 row D: P_drop 0.2", model={"dropout": 0.2}),
+    "table3-D-ls0.0": Preset("Table 3 row D: eps_ls 0.0", train={"label_smoothing": 0.0}),
+    "table3-D-ls0.2": Preset("Table 3 row D: eps_ls 0.2", train={"label_smoothing": 0.2}),
+    "table3-E-learned": Preset(
+        "Table 3 row E: learned positional embedding instead of sinusoids",
+        model={"positions": "learned"},
+    ),
+}
+
+
+def _preset(name: str) -> Preset:
+    if name not in PRESETS:
+        known = ", ".join(PRESETS)
+        raise ValueError(f"preset: unknown name {name!r}; known presets: {known}")
+    return PRESETS[name]
+
+
+def model_preset(name: str, **overrides: Any) -> ModelConfig:
+    """The ModelConfig of a named preset (Table 3 rows, base, big, tiny), with overrides."""
+    return dataclasses.replace(ModelConfig(), **{**_preset(name).model, **overrides})
+
+
+def train_preset(name: str, **overrides: Any) -> TrainConfig:
+    """The TrainConfig of a named preset, with overrides."""
+    return dataclasses.replace(TrainConfig(), **{**_preset(name).train, **overrides})
+
+
+def to_dict(cfg: Any) -> dict[str, Any]:
+    """A config as a plain dict (for checkpoints and logs)."""
+    return dataclasses.asdict(cfg)
+
+
+def from_dict(cls: type, data: dict[str, Any]) -> Any:
+    """Rebuild a config from ``to_dict`` output, naming any unknown field."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise ValueError(f"{cls.__name__}: unknown field(s) {', '.join(unknown)}")
+    return cls(**data)
