@@ -64,7 +64,7 @@ class ModelConfig:
                 f"{self.d_model} is not divisible by n_heads={self.n_heads} "
                 "(set d_k and d_v explicitly for another head size)",
             )
-        else:
+        if self.d_k is not None:
             _check(self.d_k >= 1, "d_k", f"must be >= 1, got {self.d_k}")
         if self.d_v is not None:
             _check(self.d_v >= 1, "d_v", f"must be >= 1, got {self.d_v}")
