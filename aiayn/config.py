@@ -130,6 +130,8 @@ class TrainConfig:
     log_every: int = 100
     valid_every: int = 1000
     max_bad_steps: int = 5  # consecutive non-finite steps that stop the run
+    clip_norm: float = 0.0  # EXTENSION: clip the gradient's L2 norm (0: none, as the paper)
+    valid_bleu: bool = False  # also decode the validation set greedily and report BLEU
 
     def __post_init__(self) -> None:
         _check(
@@ -152,6 +154,11 @@ class TrainConfig:
             v = getattr(self, name)
             _check(v >= 0 and math.isfinite(v), name, f"must be >= 0, got {v}")
         _check(self.max_bad_steps >= 1, "max_bad_steps", f"must be >= 1, got {self.max_bad_steps}")
+        _check(
+            self.clip_norm >= 0 and math.isfinite(self.clip_norm),
+            "clip_norm",
+            f"must be >= 0, got {self.clip_norm}",
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
