@@ -1,0 +1,44 @@
+"""Model FLOPs of a training step, counted from the architecture (attention included).
+
+A matmul of (m, k) by (k, n) is 2 m k n FLOPs. Counted on the padded shapes the step computes:
+per layer the Q, K, V and W^O projections, Q K^T and the weighted sum of V (the full T x T for
+causal self-attention, as the paper's formulas write it), the FFN, and the output layer
+Z E^T. Embedding lookups, softmax, LayerNorm and the optimizer are not counted. A training step
+is taken as 3 forward passes (the backward pass costs twice the forward), the usual convention.
+"""
+
+from __future__ import annotations
+
+from aiayn.config import ModelConfig
+
+
+def attention_flops(B: int, Lq: int, Lk: int, cfg: ModelConfig, self_attn: bool) -> int:
+    """Forward FLOPs of one multi-head attention sub-layer."""
+    D, H, K, Dv = cfg.d_model, cfg.n_heads, cfg.head_dim, cfg.value_dim
+    proj = 2 * B * Lq * D * H * K  # Q
+    proj += 2 * B * Lk * D * (H * K + H * Dv)  # K and V (from x or the memory)
+    proj += 2 * B * Lq * H * Dv * D  # W^O
+    core = 2 * B * H * Lq * Lk * K + 2 * B * H * Lq * Lk * Dv  # Q K^T and weights @ V
+    del self_attn
+    return proj + core
+
+
+def ffn_flops(B: int, L: int, cfg: ModelConfig) -> int:
+    return 2 * 2 * B * L * cfg.d_model * cfg.d_ff
+
+
+def forward_flops(B: int, S: int, T: int, cfg: ModelConfig) -> int:
+    """FLOPs of one forward pass on a (B, S) source and (B, T) target batch."""
+    enc = cfg.n_layers * (attention_flops(B, S, S, cfg, True) + ffn_flops(B, S, cfg))
+    dec = cfg.decoder_layers * (
+        attention_flops(B, T, T, cfg, True)
+        + attention_flops(B, T, S, cfg, False)
+        + ffn_flops(B, T, cfg)
+    )
+    out = 2 * B * T * cfg.d_model * cfg.vocab_size
+    return enc + dec + out
+
+
+def training_flops(B: int, S: int, T: int, cfg: ModelConfig) -> int:
+    """Forward + backward: 3 x forward."""
+    return 3 * forward_flops(B, S, T, cfg)

@@ -1,0 +1,275 @@
+"""aiayn against torch.nn.Transformer and a textbook implementation, in one run.
+
+    python benchmarks/run.py --quick          # about a minute: tiny only
+    python benchmarks/run.py                  # a few minutes: tiny and base
+    python benchmarks/run.py --device cuda    # the same on a GPU
+
+Measures training throughput (forward, backward and Adam step with the label-smoothed loss, on
+token-budget batches of about 4096 target tokens with lengths 10-40), model FLOPs utilisation
+against the matmul peak measured here with the same threads, decoding speed (greedy and beam 4,
+cached and uncached, against the textbook greedy decode) and the peak memory of a training
+step (each in a fresh process). Competitors run alternately, step by step, so a busy machine
+slows all of them alike; the load average before and after is reported. Prints a table and
+writes JSON (``--json``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from baselines import TextbookTransformer, TorchTransformerBaseline  # noqa: E402
+from flops import training_flops  # noqa: E402
+
+from aiayn import Transformer, model_preset  # noqa: E402
+from aiayn.data import BOS, EOS, InMemorySplit, batch_from_indices, token_batches  # noqa: E402
+from aiayn.train.loss import label_smoothed_loss  # noqa: E402
+
+IMPLS = ("aiayn", "nn.Transformer", "textbook")
+VOCAB = {"tiny": 8000, "base": 37000}
+EPS_LS = 0.1
+
+
+def make_batches(vocab: int, max_tokens: int, n_pairs: int, seed: int = 0) -> list:
+    """Token-budget batches of random pairs, source lengths 10-40, target within +-20%."""
+    rng = np.random.default_rng(seed)
+    src_len = rng.integers(10, 41, size=n_pairs)
+    tgt_len = np.clip(np.round(src_len * rng.uniform(0.8, 1.2, size=n_pairs)), 10, 40)
+    pairs = [
+        (rng.integers(4, vocab, size=s).tolist(), rng.integers(4, vocab, size=int(t)).tolist())
+        for s, t in zip(src_len, tgt_len, strict=True)
+    ]
+    split = InMemorySplit(pairs)
+    return [batch_from_indices(split, b) for b in token_batches(split, max_tokens, seed=seed)]
+
+
+def build(impl: str, preset: str, device: torch.device) -> tuple[torch.nn.Module, Callable]:
+    """A model and its loss(logits, target) -> summed smoothed loss."""
+    cfg = model_preset(preset, vocab_size=VOCAB[preset])
+    if impl == "aiayn":
+        model = Transformer(cfg)
+
+        def loss(logits, target):
+            return label_smoothed_loss(logits, target, EPS_LS, cfg.pad_id)[0]
+
+    elif impl == "nn.Transformer":
+        model = TorchTransformerBaseline(cfg)
+        loss = lambda logits, target: model.loss(logits, target, EPS_LS)  # noqa: E731
+    else:
+        model = TextbookTransformer(cfg)
+        loss = lambda logits, target: model.loss(logits, target, EPS_LS)  # noqa: E731
+    return model.to(device).train(), loss
+
+
+def make_step(impl: str, preset: str, device: torch.device, bf16: bool) -> Callable:
+    model, loss_fn = build(impl, preset, device)
+    fused = device.type == "cuda"
+    opt = torch.optim.Adam(
+        model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9, foreach=not fused, fused=fused
+    )
+
+    def step(batch) -> None:
+        b = batch.to(device)
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+            logits = model(b.src, b.tgt_in)  # (B, T, V)
+        loss = loss_fn(logits, b.tgt_out) / b.n_tgt_tokens
+        del logits
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    return step
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def matmul_peak(device: torch.device, quick: bool) -> float:
+    """Best fp32 matmul FLOP/s over a few square sizes, with the current thread count."""
+    best = 0.0
+    sizes = (1024, 2048) if quick else (1024, 2048, 3072)
+    if device.type == "cuda":
+        sizes = (4096, 8192)
+    for n in sizes:
+        a = torch.randn(n, n, device=device)
+        b = torch.randn(n, n, device=device)
+        a @ b
+        sync(device)
+        for _ in range(3):
+            t = time.perf_counter()
+            a @ b
+            sync(device)
+            best = max(best, 2 * n**3 / (time.perf_counter() - t))
+    return best
+
+
+def bench_training(preset: str, device, rounds: int, bf16: bool, peak: float) -> dict:
+    batches = make_batches(VOCAB[preset], 4096, 2000 if preset == "tiny" else 1200)
+    steps = {impl: make_step(impl, preset, device, bf16) for impl in IMPLS}
+    times: dict[str, list[float]] = {impl: [] for impl in IMPLS}
+    for impl in IMPLS:  # warm-up (allocator, kernels)
+        steps[impl](batches[0])
+    for r in range(rounds):
+        batch = batches[(r + 1) % len(batches)]
+        order = IMPLS[r % 3 :] + IMPLS[: r % 3]  # rotate who goes first
+        for impl in order:
+            sync(device)
+            t = time.perf_counter()
+            steps[impl](batch)
+            sync(device)
+            times[impl].append(time.perf_counter() - t)
+    used = [batches[(r + 1) % len(batches)] for r in range(rounds)]
+    tgt = sum(b.n_tgt_tokens for b in used)
+    src = sum(b.n_src_tokens for b in used)
+    cfg = model_preset(preset, vocab_size=VOCAB[preset])
+    flops = sum(training_flops(len(b), b.src.size(1), b.tgt_in.size(1), cfg) for b in used)
+    result = {}
+    for impl in IMPLS:
+        med = statistics.median(times[impl])
+        total = med * rounds  # median step time, scaled to the batches used
+        result[impl] = {
+            "step_s_median": med,
+            "tgt_tokens_per_s": tgt / total,
+            "tokens_per_s": (src + tgt) / total,
+            "mfu": flops / total / peak,
+        }
+    result["batch_tgt_tokens_avg"] = tgt / rounds
+    return result
+
+
+def bench_memory(preset: str, threads: int, device: str) -> dict:
+    """Peak RSS of two training steps, each implementation in a fresh process."""
+    out = {}
+    for impl in IMPLS:
+        cmd = [sys.executable, __file__, "--_memory", impl, preset, "--threads", str(threads)]
+        cmd += ["--device", device]
+        res = subprocess.run(cmd, capture_output=True, text=True, check=True)
+        out[impl] = json.loads(res.stdout.strip().splitlines()[-1])
+    return out
+
+
+def memory_child(impl: str, preset: str, device: torch.device) -> None:
+    import resource
+
+    batches = make_batches(VOCAB[preset], 4096, 400)
+    step = make_step(impl, preset, device, bf16=False)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # MiB, model built
+    step(batches[0])
+    step(batches[1])
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"peak_rss_mib": peak, "before_step_mib": before}))
+
+
+def bench_decoding(device, n_sent: int, quick: bool) -> dict:
+    """Sentences per second: greedy and beam 4, cached and uncached; textbook greedy."""
+    try:
+        from aiayn import decode
+    except ImportError:
+        return {"skipped": "aiayn.decode is not available"}
+    cfg = model_preset("tiny", vocab_size=VOCAB["tiny"])
+    ours = Transformer(cfg).to(device).eval()
+    book = TextbookTransformer(cfg).to(device).eval()
+    rng = np.random.default_rng(1)
+    lengths = rng.integers(20, 31, size=n_sent)
+    src = torch.zeros(n_sent, int(lengths.max()) + 1, dtype=torch.long)
+    for i, n in enumerate(lengths):
+        src[i, :n] = torch.from_numpy(rng.integers(4, cfg.vocab_size, size=n))
+        src[i, n] = EOS
+    src = src.to(device)
+    # Random weights rarely emit EOS: every method decodes exactly source length + 0 tokens.
+    runs = decode.benchmark_runs(ours, src, max_len_a=1.0, max_len_b=0)  # name -> callable
+    runs["textbook greedy"] = lambda: book.greedy(src, int(lengths.max()), BOS, EOS)
+    times: dict[str, list[float]] = {k: [] for k in runs}
+    reps = 1 if quick else 2
+    for _ in range(reps):
+        for name, fn in runs.items():
+            sync(device)
+            t = time.perf_counter()
+            with torch.inference_mode():
+                fn()
+            sync(device)
+            times[name].append(time.perf_counter() - t)
+    return {name: n_sent / min(ts) for name, ts in times.items()}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="tiny only, few steps (about a minute)")
+    ap.add_argument("--threads", type=int, default=2, help="intra-op threads (default 2)")
+    ap.add_argument("--device", default="cpu", help="cpu or cuda")
+    ap.add_argument("--bf16", action="store_true", help="bf16 autocast (GPU)")
+    ap.add_argument("--json", type=Path, default=None, help="write the results here")
+    ap.add_argument("--_memory", nargs=2, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    device = torch.device(args.device)
+    if args._memory:
+        memory_child(args._memory[0], args._memory[1], device)
+        return 0
+    presets = ["tiny"] if args.quick else ["tiny", "base"]
+    report: dict = {
+        "machine": {
+            "threads": args.threads,
+            "device": str(device),
+            "cpu_count": os.cpu_count(),
+            "torch": torch.__version__,
+            "load_before": os.getloadavg()[0],
+        }
+    }
+    peak = matmul_peak(device, args.quick)
+    report["matmul_peak_gflops"] = peak / 1e9
+    print(f"matmul peak (fp32, {args.threads} threads): {peak / 1e9:.1f} GFLOP/s")
+    report["training"] = {}
+    for preset in presets:
+        rounds = (3 if args.quick else 8) if preset == "tiny" else 3
+        res = bench_training(preset, device, rounds, args.bf16, peak)
+        report["training"][preset] = res
+        print(
+            f"\ntraining, {preset} (about {res['batch_tgt_tokens_avg']:.0f} target tokens a batch)"
+        )
+        print(f"  {'':16s} {'tgt tok/s':>10s} {'tok/s':>10s} {'MFU':>6s} {'aiayn/x':>8s}")
+        for impl in IMPLS:
+            r = res[impl]
+            ratio = res["aiayn"]["tgt_tokens_per_s"] / r["tgt_tokens_per_s"]
+            print(
+                f"  {impl:16s} {r['tgt_tokens_per_s']:10.0f} {r['tokens_per_s']:10.0f} "
+                f"{r['mfu']:6.2f} {ratio:8.2f}"
+            )
+    if device.type == "cpu":
+        report["memory"] = {p: bench_memory(p, args.threads, args.device) for p in presets}
+        for preset, res in report["memory"].items():
+            print(f"\npeak RSS of a training step, {preset} (MiB)")
+            for impl in IMPLS:
+                ratio = res["aiayn"]["peak_rss_mib"] / res[impl]["peak_rss_mib"]
+                print(f"  {impl:16s} {res[impl]['peak_rss_mib']:10.0f}   aiayn/x {ratio:5.2f}")
+    report["decoding"] = bench_decoding(device, 50 if args.quick else 200, args.quick)
+    print("\ndecoding, tiny (sentences per second)")
+    for name, v in report["decoding"].items():
+        print(f"  {name:24s} {v if isinstance(v, str) else f'{v:8.1f}'}")
+    report["machine"]["load_after"] = os.getloadavg()[0]
+    print(
+        f"\nload average before/after: {report['machine']['load_before']:.2f} / "
+        f"{report['machine']['load_after']:.2f} (on {os.cpu_count()} cores)"
+    )
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
