@@ -30,12 +30,12 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from baselines import TextbookTransformer, TorchTransformerBaseline  # noqa: E402
-from flops import training_flops  # noqa: E402
+from baselines import TextbookTransformer, TorchTransformerBaseline
+from flops import training_flops
 
-from aiayn import Transformer, model_preset  # noqa: E402
-from aiayn.data import BOS, EOS, InMemorySplit, batch_from_indices, token_batches  # noqa: E402
-from aiayn.train.loss import label_smoothed_loss  # noqa: E402
+from aiayn import Transformer, model_preset
+from aiayn.data import BOS, EOS, InMemorySplit, batch_from_indices, token_batches
+from aiayn.train.loss import label_smoothed_loss
 
 IMPLS = ("aiayn", "nn.Transformer", "textbook")
 VOCAB = {"tiny": 8000, "base": 37000}
@@ -239,9 +239,8 @@ def main() -> int:
         rounds = (3 if args.quick else 8) if preset == "tiny" else 3
         res = bench_training(preset, device, rounds, args.bf16, peak)
         report["training"][preset] = res
-        print(
-            f"\ntraining, {preset} (about {res['batch_tgt_tokens_avg']:.0f} target tokens a batch)"
-        )
+        avg = res["batch_tgt_tokens_avg"]
+        print(f"\ntraining, {preset} (about {avg:.0f} target tokens a batch)")
         print(f"  {'':16s} {'tgt tok/s':>10s} {'tok/s':>10s} {'MFU':>6s} {'aiayn/x':>8s}")
         for impl in IMPLS:
             r = res[impl]
