@@ -1,0 +1,136 @@
+"""Tests of aiayn/cli/common.py (flags generated from the configs, TOML, precedence) and of
+`aiayn demo` end to end."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from aiayn import DecodeConfig, ModelConfig, TrainConfig, model_preset
+from aiayn.cli import main
+from aiayn.cli.common import add_config_args, config_from_args, load_toml
+from aiayn.errors import UserError
+
+CONFIGS = (ModelConfig, TrainConfig, DecodeConfig)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="test")
+    for cls in CONFIGS:
+        add_config_args(parser, cls)
+    return parser
+
+
+def _flags(parser: argparse.ArgumentParser) -> set[str]:
+    return {s for a in parser._actions for s in a.option_strings}
+
+
+@pytest.mark.parametrize("cls", CONFIGS, ids=lambda c: c.__name__)
+def test_every_config_field_has_a_flag(cls: type) -> None:
+    flags = _flags(_parser())
+    for f in dataclasses.fields(cls):
+        assert "--" + f.name.replace("_", "-") in flags, f.name
+
+
+def test_skip_leaves_fields_out() -> None:
+    parser = argparse.ArgumentParser()
+    add_config_args(parser, ModelConfig, skip=("vocab_size",))
+    assert "--vocab-size" not in _flags(parser)
+    assert "--d-model" in _flags(parser)
+
+
+def test_flag_types_follow_the_field_types() -> None:
+    parser = _parser()
+    args = parser.parse_args(
+        [
+            "--d-model", "64",  # int
+            "--dropout", "0.25",  # float
+            "--norm-first",  # bool
+            "--positions", "learned",  # Literal
+            "--d-k", "16",  # int | None
+            "--n-dec-layers", "none",  # int | None, set to None
+            "--length-penalty", "fairseq",
+        ]
+    )  # fmt: skip
+    cfg = config_from_args(ModelConfig, args)
+    assert cfg.d_model == 64
+    assert cfg.dropout == 0.25
+    assert cfg.norm_first is True
+    assert cfg.positions == "learned"
+    assert cfg.d_k == 16
+    assert cfg.n_dec_layers is None
+    assert config_from_args(DecodeConfig, args).length_penalty == "fairseq"
+    off = config_from_args(ModelConfig, parser.parse_args(["--no-fused-attention"]))
+    assert off.fused_attention is False
+
+
+def test_flags_not_given_leave_the_defaults() -> None:
+    args = _parser().parse_args([])
+    assert config_from_args(ModelConfig, args) == ModelConfig()
+    assert config_from_args(TrainConfig, args) == TrainConfig()
+
+
+@pytest.mark.parametrize(
+    "argv", [["--positions", "rope"], ["--d-model", "big"], ["--length-penalty", "x"]]
+)
+def test_bad_flag_values_are_refused_by_argparse(argv: list[str], capsys) -> None:
+    with pytest.raises(SystemExit) as err:
+        _parser().parse_args(argv)
+    assert err.value.code == 2
+    assert argv[0] in capsys.readouterr().err
+
+
+def test_an_invalid_value_is_a_user_error_naming_the_field() -> None:
+    args = _parser().parse_args(["--dropout", "1.5"])
+    with pytest.raises(UserError, match="dropout"):
+        config_from_args(ModelConfig, args)
+
+
+def test_precedence_is_preset_then_toml_then_flags(tmp_path: Path) -> None:
+    toml = tmp_path / "run.toml"
+    toml.write_text(
+        "[model]\nd_ff = 1000\nn_layers = 3\n\n[train]\nwarmup = 8000\n\n[decode]\nbeam = 5\n"
+    )
+    args = _parser().parse_args(["--n-layers", "2"])
+    tables = load_toml(toml)
+    cfg = config_from_args(ModelConfig, args, base=model_preset("big"), toml=tables)
+    assert cfg.d_model == 1024  # the preset
+    assert cfg.dropout == 0.3  # the preset
+    assert cfg.d_ff == 1000  # the TOML over the preset
+    assert cfg.n_layers == 2  # the flag over the TOML
+    assert config_from_args(TrainConfig, args, toml=tables).warmup == 8000
+    assert config_from_args(DecodeConfig, args, toml=tables).beam == 5
+
+
+def test_load_toml_of_none_is_empty() -> None:
+    assert load_toml(None) == {}
+
+
+def test_a_bad_toml_file_is_a_user_error_naming_it(tmp_path: Path) -> None:
+    bad = tmp_path / "broken.toml"
+    bad.write_text("[model\nd_model = 3\n")
+    with pytest.raises(UserError, match=r"broken\.toml: not valid TOML"):
+        load_toml(bad)
+    with pytest.raises(UserError, match=r"absent\.toml: config file not found"):
+        load_toml(tmp_path / "absent.toml")
+    odd = tmp_path / "odd.toml"
+    odd.write_text("[modle]\nd_model = 3\n")
+    with pytest.raises(UserError, match=r"odd\.toml: unknown table\(s\) modle"):
+        load_toml(odd)
+
+
+def test_an_unknown_toml_setting_is_a_user_error_naming_it(tmp_path: Path) -> None:
+    path = tmp_path / "typo.toml"
+    path.write_text("[model]\nd_modle = 3\n")
+    with pytest.raises(UserError, match="d_modle"):
+        config_from_args(ModelConfig, _parser().parse_args([]), toml=load_toml(path))
+
+
+def test_aiayn_demo_runs_and_exits_0(capsys) -> None:
+    assert main(["demo", "--seed", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "logits shape (1, 4, 9)" in out
+    assert "cross-entropy" in out
