@@ -1,0 +1,126 @@
+"""Score a model on a test set: sacreBLEU, chrF, paper-compatible BLEU, perplexity (section 6.1).
+
+Translates the sources (beam 4, alpha 0.6, input length + 50 by default) and reports:
+  sacreBLEU   corpus BLEU of the detokenized output, with its signature (the headline)
+  chrF2       sacreBLEU's chrF, with its signature
+  paper BLEU  tokenized BLEU (13a) with compound splitting, the flavour of the paper's Table 2;
+              labelled as such, never comparable with sacreBLEU
+  perplexity  of the references under the model, per target token (EOS included)
+  speed       sentences translated per second
+as a table, and as JSON with --json FILE. The test set is --data DIR (a prepared corpus, split
+--split) or --src FILE --ref FILE (one sentence a line, raw text).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from aiayn.cli.translate import add_translator_args, read_lines, translator_from_args
+from aiayn.errors import UserError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_translator_args(parser)
+    parser.add_argument("--data", metavar="DIR", default=None, help="prepared data directory")
+    parser.add_argument("--split", default="test", help="split of --data (default test)")
+    parser.add_argument("--src", metavar="FILE", default=None, help="source sentences")
+    parser.add_argument("--ref", metavar="FILE", default=None, help="reference translations")
+    parser.add_argument(
+        "--limit", type=int, default=None, metavar="N", help="only the first N sentences"
+    )
+    parser.add_argument("--json", metavar="FILE", default=None, help="write the report as JSON")
+    parser.add_argument("--hyps", metavar="FILE", default=None, help="write the translations")
+
+
+def _read(path: str) -> list[str]:
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        raise UserError(f"{path}: cannot read ({e.strerror})") from None
+    parts = data.split(b"\n")
+    return list(read_lines(parts[:-1] if parts[-1] == b"" else parts, path))
+
+
+def load_test_set(args: argparse.Namespace) -> tuple[list[str], list[str]]:
+    """(sources, references) from --data/--split or --src/--ref."""
+    if args.data is not None:
+        if args.src is not None or args.ref is not None:
+            raise UserError("give either --data or --src and --ref, not both")
+        import aiayn.data
+
+        load_prepared = getattr(aiayn.data, "load_prepared", None)
+        if load_prepared is None:
+            raise UserError("--data needs aiayn.data.load_prepared, missing here; use --src/--ref")
+        sources, references = load_prepared(args.data).texts(args.split)
+        sources, references = list(sources), list(references)
+    elif args.src is not None and args.ref is not None:
+        sources, references = _read(args.src), _read(args.ref)
+        if len(sources) != len(references):
+            raise UserError(
+                f"{args.src} has {len(sources)} lines but {args.ref} has {len(references)}"
+            )
+    else:
+        raise UserError("give a test set: --data DIR [--split test], or --src FILE --ref FILE")
+    if args.limit is not None:
+        sources, references = sources[: args.limit], references[: args.limit]
+    if not sources:
+        raise UserError("the test set is empty")
+    return sources, references
+
+
+def format_report(report: dict[str, Any]) -> str:
+    """The report as a table for the terminal."""
+    d, s = report["decode"], report["speed"]
+    rows = [
+        ("sacreBLEU", f"{report['sacrebleu']['score']:.2f}", report["sacrebleu"]["signature"]),
+        ("chrF2", f"{report['chrf']['score']:.2f}", report["chrf"]["signature"]),
+        (
+            "paper-compatible BLEU",
+            f"{report['paper_bleu']['score']:.2f}",
+            report["paper_bleu"]["label"],
+        ),
+        (
+            "reference perplexity",
+            f"{report['perplexity']['value']:.3f}",
+            f"per target token, EOS included ({report['perplexity']['tokens']} tokens)",
+        ),
+        (
+            "speed",
+            f"{s['sentences_per_second']:.1f}",
+            f"sentences/s ({s['sentences']} in {s['seconds']:.1f} s, "
+            f"{'cached' if s['cached'] else 'uncached'}, {s['device']})",
+        ),
+    ]
+    head = (
+        f"{report['checkpoint']}: {s['sentences']} sentences; beam {d['beam']}, "
+        f"alpha {d['alpha']} ({d['length_penalty']}), max length {d['max_len_a']} |X| + "
+        f"{d['max_len_b']}"
+    )
+    width = max(len(r[0]) for r in rows)
+    return "\n".join([head, *(f"  {a:<{width}}  {b:>7}  {c}" for a, b, c in rows)])
+
+
+def run(args: argparse.Namespace) -> int:
+    from aiayn.checkpoint import atomic_write
+    from aiayn.config import to_dict
+    from aiayn.evaluate import evaluate
+    from aiayn.translator import resolve_checkpoint
+
+    sources, references = load_test_set(args)
+    translator = translator_from_args(args)
+    report = evaluate(translator, sources, references)
+    hyps = report.pop("hypotheses")
+    report["checkpoint"] = str(resolve_checkpoint(args.checkpoint))
+    report["split"] = args.split if args.data is not None else None
+    report["decode"] = to_dict(translator.config)
+    print(format_report(report))
+    if args.json is not None:
+        text = json.dumps(report, indent=2) + "\n"
+        atomic_write(args.json, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    if args.hyps is not None:
+        text = "".join(h + "\n" for h in hyps)
+        atomic_write(args.hyps, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    return 0

@@ -1,0 +1,204 @@
+"""Translate text with a trained model: beam 4, alpha 0.6, input length + 50 (section 6.1).
+
+Reads one sentence a line from --input (or stdin) and writes one detokenized translation a line,
+in order, to --output (or stdout). From an interactive terminal each line is translated as soon
+as it is typed; from a file or a pipe the lines are batched by length.
+
+--checkpoint takes a model file (.safetensors, e.g. from `aiayn average`), a checkpoint
+directory, or a run directory (its latest checkpoint).
+
+With --nbest N > 1 each input line gives N lines, best first, in the Moses n-best format:
+    LINE ||| TRANSLATION ||| logprob=LOG_P length=|Y| ||| SCORE
+LINE counts from 0, |Y| counts the output tokens with EOS, SCORE = LOG_P / lp(|Y|).
+
+--attention DIR writes DIR/sent_LINE.png per sentence (LINE from 0): the encoder-decoder
+attention of the best translation for every layer and head, each layer's mean and the mean of
+all, with the source and output tokens on the axes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from aiayn.cli.common import add_config_args, config_from_args, load_toml
+from aiayn.config import DecodeConfig
+from aiayn.errors import UserError
+
+CHUNK = 2000  # lines translated together when reading a file or a pipe
+
+
+def add_translator_args(parser: argparse.ArgumentParser) -> None:
+    """Flags shared by translate and evaluate: the model, the search, batching."""
+    parser.add_argument(
+        "--checkpoint",
+        required=True,
+        metavar="PATH",
+        help="model file, checkpoint directory or run directory",
+    )
+    parser.add_argument(
+        "--tokenizer",
+        metavar="FILE",
+        default=None,
+        help="tokenizer JSON (default: the checkpoint's)",
+    )
+    parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda if present)")
+    parser.add_argument(
+        "--max-tokens",
+        type=int,
+        default=6000,
+        metavar="N",
+        help="source tokens (with padding) per batch (default 6000)",
+    )
+    parser.add_argument(
+        "--max-sentences",
+        type=int,
+        default=128,
+        metavar="N",
+        help="sentences per batch (default 128)",
+    )
+    parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="re-run the decoder on the whole prefix each step (slow)",
+    )
+    parser.add_argument(
+        "--config",
+        metavar="FILE.toml",
+        default=None,
+        help="settings file; its [decode] table is used",
+    )
+    add_config_args(parser, DecodeConfig)
+
+
+def translator_from_args(args: argparse.Namespace) -> Any:
+    """Load the checkpoint and its tokenizer with the decode settings of the flags."""
+    import torch
+
+    from aiayn.translator import load_translator
+
+    cfg = config_from_args(DecodeConfig, args, toml=load_toml(args.config))
+    if args.max_tokens < 1 or args.max_sentences < 1:
+        raise UserError("--max-tokens and --max-sentences must be >= 1")
+    if args.device is not None:
+        try:
+            torch.device(args.device)
+        except RuntimeError:
+            raise UserError(f"--device: unknown device {args.device!r}") from None
+        if args.device.startswith("cuda") and not torch.cuda.is_available():
+            raise UserError(f"--device {args.device}: CUDA is not available on this machine")
+    return load_translator(
+        args.checkpoint,
+        cfg,
+        tokenizer=args.tokenizer,
+        device=args.device,
+        max_tokens=args.max_tokens,
+        max_sentences=args.max_sentences,
+        cached=not args.no_cache,
+    )
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_translator_args(parser)
+    parser.add_argument("--input", metavar="FILE", default=None, help="default: stdin")
+    parser.add_argument("--output", metavar="FILE", default=None, help="default: stdout")
+    parser.add_argument(
+        "--attention",
+        metavar="DIR",
+        default=None,
+        help="save a cross-attention heatmap per sentence in DIR",
+    )
+
+
+def read_lines(stream: Iterable[bytes], name: str) -> Iterator[str]:
+    """The lines of a byte stream as text without their line ends; bad UTF-8 names the line."""
+    for n, raw in enumerate(stream, 1):
+        try:
+            yield raw.decode("utf-8").rstrip("\r\n")
+        except UnicodeDecodeError as e:
+            raise UserError(f"{name}: line {n}: not UTF-8 text ({e.reason})") from None
+
+
+def format_nbest(index: int, results: list[tuple[str, Any]], nbest: int) -> list[str]:
+    """The output lines of one input line: the text, or the Moses n-best lines."""
+    if nbest == 1:
+        return [results[0][0] if results else ""]
+    return [
+        f"{index} ||| {text} ||| logprob={h.logprob:.4f} length={len(h.tokens)} ||| {h.score:.4f}"
+        for text, h in results
+    ]
+
+
+def run(args: argparse.Namespace) -> int:
+    from aiayn.checkpoint import atomic_write
+
+    translator = translator_from_args(args)
+    nbest = translator.config.nbest
+    attention = Path(args.attention) if args.attention else None
+    if attention is not None:
+        attention.mkdir(parents=True, exist_ok=True)
+
+    def translate(lines: list[str], first: int) -> list[str]:
+        results = translator.translate(lines, first_line=first + 1)
+        out: list[str] = []
+        for k, res in enumerate(results):
+            out += format_nbest(first + k, res, nbest)
+            if attention is not None and res:
+                from aiayn.plots import plot_translation
+
+                src = translator.tokenizer.encode(lines[k])
+                path = attention / f"sent_{first + k:05d}.png"
+                best = res[0][1].tokens
+                tok = translator.tokenizer
+                plot_translation(path, translator.model, tok, src, best, f"line {first + k}")
+        return out
+
+    if args.input is not None:
+        try:
+            data = Path(args.input).read_bytes()
+        except OSError as e:
+            raise UserError(f"{args.input}: cannot read ({e.strerror})") from None
+        parts = data.split(b"\n")
+        source: Iterable[bytes] = (
+            parts[:-1] if parts[-1] == b"" else parts
+        )  # no line after the last end
+        name = args.input
+    else:
+        source, name = sys.stdin.buffer, "stdin"
+    interactive = args.input is None and sys.stdin.isatty()
+    written: list[str] = []
+    lines = read_lines(source, name)
+    count = 0
+    if interactive:
+        for line in lines:
+            out = translate([line], count)
+            count += 1
+            if args.output is None:
+                print("\n".join(out), flush=True)
+            else:
+                written += out
+    else:
+        chunk: list[str] = []
+        for line in lines:
+            chunk.append(line)
+            if len(chunk) == CHUNK:
+                written += _flush(translate(chunk, count), args.output)
+                count, chunk = count + len(chunk), []
+        if chunk:
+            written += _flush(translate(chunk, count), args.output)
+    if args.output is not None:
+        text = "".join(x + "\n" for x in written)
+        atomic_write(args.output, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    return 0
+
+
+def _flush(out: list[str], output: str | None) -> list[str]:
+    """Print to stdout now, or keep for the output file (written atomically at the end)."""
+    if output is None:
+        if out:
+            print("\n".join(out), flush=True)
+        return []
+    return out

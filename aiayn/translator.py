@@ -1,0 +1,221 @@
+"""Text in, translations out: a checkpoint, its tokenizer and the searches.  Section 6.1.
+
+``load_translator(PATH, DecodeConfig())`` accepts a model file (``.safetensors``, e.g. from
+``aiayn average``), a checkpoint directory (``model.safetensors`` inside) or a run directory
+(its latest checkpoint). The tokenizer comes from the checkpoint's metadata unless one is given.
+Sentences are sorted by length and batched under a token budget; results come back in input
+order. Bad input is handled, never fatal: an empty line gives an empty translation (EOS alone,
+scored by the model), a line longer than any seen in training is translated with a warning
+(sinusoids extend to any position), and unknown characters go through the tokenizer's bytes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from aiayn.config import DecodeConfig
+from aiayn.data.batch import EOS, PAD
+from aiayn.decode import Hypothesis, max_lengths, model_step_fn, search
+from aiayn.errors import UserError
+from aiayn.model import Transformer
+
+log = logging.getLogger(__name__)
+
+MODEL_FILE = "model.safetensors"
+TOKENIZER_KEY = "tokenizer"  # checkpoint metadata: Tokenizer.to_str()
+TRAINED_LENGTH_KEY = "max_train_length"  # checkpoint metadata: longest sequence (tokens) trained on
+
+
+def resolve_checkpoint(path: str | Path) -> Path:
+    """The model file PATH means: itself, DIR/model.safetensors, or a run's latest checkpoint."""
+    p = Path(path)
+    if p.is_file():
+        return p
+    if (p / MODEL_FILE).is_file():
+        return p / MODEL_FILE
+    root = p / "checkpoints" if (p / "checkpoints").is_dir() else p
+    pointer = root / "latest"
+    if pointer.is_file():
+        named = root / pointer.read_text(encoding="utf-8").strip()
+        if (named / MODEL_FILE).is_file():
+            return named / MODEL_FILE
+    steps = sorted(root.glob("step_*/" + MODEL_FILE)) if root.is_dir() else []
+    if steps:
+        return steps[-1]
+    if not p.exists():
+        raise UserError(f"{p}: checkpoint not found")
+    raise UserError(f"{p}: no {MODEL_FILE}, checkpoints/latest or step_* checkpoint in it")
+
+
+def default_device() -> str:
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+@dataclass
+class Translator:
+    """A model in eval mode with its tokenizer and search settings.  Section 6.1.
+
+    ``max_tokens`` bounds B * S (source tokens with padding) of a batch and ``max_sentences``
+    its B; the search multiplies the rows by the beam. ``cached=False`` re-runs the decoder on
+    the whole prefix each step (for comparison only).
+    """
+
+    model: Transformer
+    tokenizer: Any  # aiayn.data.Tokenizer
+    config: DecodeConfig
+    max_tokens: int = 6000
+    max_sentences: int = 128
+    cached: bool = True
+    trained_length: int | None = None
+
+    def __post_init__(self) -> None:
+        self.model.eval()
+        if self.tokenizer.vocab_size != self.model.config.vocab_size:
+            raise UserError(
+                f"the tokenizer has {self.tokenizer.vocab_size} tokens but the model's vocabulary "
+                f"has {self.model.config.vocab_size}: use the tokenizer the model was trained with"
+            )
+
+    @property
+    def device(self) -> torch.device:
+        return self.model.embedding.device
+
+    def encode(self, lines: Sequence[str], first_line: int = 1) -> list[list[int]]:
+        """Token ids of each line (no specials), with a warning for lines beyond training."""
+        ids = self.tokenizer.encode_batch(list(lines))
+        cfg = self.model.config
+        for n, x in enumerate(ids):
+            length = len(x) + 1  # with EOS
+            if cfg.positions == "learned" and length > cfg.max_positions:
+                raise UserError(
+                    f"line {first_line + n}: {length} tokens, more than the {cfg.max_positions} "
+                    "positions of the model's learned positional table"
+                )
+            if self.trained_length is not None and length > self.trained_length:
+                log.warning(
+                    "line %d: %d tokens, longer than any sequence in training (%d); translating "
+                    "anyway (the sinusoidal positions extend, quality may drop)",
+                    first_line + n,
+                    length,
+                    self.trained_length,
+                )
+        return ids
+
+    def batches(self, sources: Sequence[Sequence[int]]) -> list[list[int]]:
+        """Indices of sources in batches of similar length (longest first) under the budget."""
+        order = sorted(range(len(sources)), key=lambda i: -len(sources[i]))
+        out: list[list[int]] = []
+        for i in order:
+            last = out[-1] if out else None
+            if (
+                last is not None
+                and len(last) < self.max_sentences
+                and (len(last) + 1) * (len(sources[last[0]]) + 1) <= self.max_tokens
+            ):
+                last.append(i)
+            else:
+                out.append([i])
+        return out
+
+    def translate_ids(self, sources: Sequence[Sequence[int]]) -> list[list[Hypothesis]]:
+        """The n-best list of each source (token ids without specials), in input order."""
+        results: list[list[Hypothesis]] = [[] for _ in sources]
+        cfg = self.config
+        for idx in self.batches(sources):
+            S = max(len(sources[i]) for i in idx) + 1
+            src = torch.full((len(idx), S), PAD, dtype=torch.long)  # (B, S)
+            for row, i in enumerate(idx):
+                src[row, : len(sources[i])] = torch.as_tensor(sources[i], dtype=torch.long)
+                src[row, len(sources[i])] = EOS
+            limit = max_lengths(src, cfg.max_len_a, cfg.max_len_b)  # (B,)
+            # An empty line translates to the empty sentence: only EOS may follow BOS.
+            limit = limit.masked_fill((src != PAD).sum(dim=1) == 1, 1)  # (B,)
+            if self.model.config.positions == "learned":
+                limit = limit.clamp(max=self.model.config.max_positions)
+            src = src.to(self.device)  # (B, S)
+            step = model_step_fn(self.model, src, cached=self.cached)
+            for i, hyps in zip(idx, search(step, limit, cfg, device=self.device), strict=True):
+                results[i] = hyps
+        return results
+
+    def translate(
+        self, lines: Sequence[str], first_line: int = 1
+    ) -> list[list[tuple[str, Hypothesis]]]:
+        """(detokenized text, hypothesis) n-best lists of each line, in input order."""
+        hyps = self.translate_ids(self.encode(lines, first_line))
+        return [[(self.tokenizer.decode(h.tokens), h) for h in hs] for hs in hyps]
+
+
+def load_checked(path: Path, device: str | torch.device) -> tuple[Transformer, dict[str, str]]:
+    """The model of a checkpoint; weights that do not fit its config are one clear UserError."""
+    from aiayn.checkpoint import load_state
+
+    state, config, meta = load_state(path)
+    model = Transformer(config)
+    expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    found = {k: tuple(v.shape) for k, v in state.items()}
+    problems = [f"{k} missing" for k in expected if k not in found]
+    problems += [f"{k} unexpected" for k in found if k not in expected]
+    problems += [
+        f"{k} has shape {found[k]}, the config needs {shape}"
+        for k, shape in expected.items()
+        if k in found and found[k] != shape
+    ]
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise UserError(
+            f"{path}: weights do not match the architecture stored with them: {problems[0]}{more}"
+        )
+    model.load_state_dict(state)
+    return model.to(device).eval(), meta
+
+
+def load_tokenizer(path: str | Path) -> Any:
+    from aiayn.data import Tokenizer
+
+    return Tokenizer.load(path)
+
+
+def load_translator(
+    checkpoint: str | Path,
+    config: DecodeConfig | None = None,
+    tokenizer: Any = None,
+    device: str | torch.device | None = None,
+    **kw: Any,
+) -> Translator:
+    """A Translator from a checkpoint (file, checkpoint dir or run dir).  Section 6.1.
+
+    ``tokenizer`` (a Tokenizer or a path) overrides the one in the checkpoint's metadata. A
+    checkpoint whose weights do not fit its config, or a tokenizer of another vocabulary, is a
+    UserError with one clear message.
+    """
+    from aiayn.data import Tokenizer
+
+    path = resolve_checkpoint(checkpoint)
+    model, meta = load_checked(path, device or default_device())
+    if isinstance(tokenizer, str | Path):
+        tokenizer = load_tokenizer(tokenizer)
+    if tokenizer is None:
+        if TOKENIZER_KEY not in meta:
+            raise UserError(f"{path}: the checkpoint holds no tokenizer; give one with --tokenizer")
+        try:
+            tokenizer = Tokenizer.from_str(meta[TOKENIZER_KEY])
+        except UserError as e:
+            raise UserError(f"{path}: {e}") from None
+    trained = meta.get(TRAINED_LENGTH_KEY)
+    try:
+        return Translator(
+            model,
+            tokenizer,
+            config or DecodeConfig(),
+            trained_length=int(trained) if trained else None,
+            **kw,
+        )
+    except UserError as e:
+        raise UserError(f"{path}: {e}") from None

@@ -1,0 +1,173 @@
+"""BLEU flavours, chrF, reference perplexity, and `aiayn evaluate` end to end."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from aiayn import ModelConfig, Transformer
+from aiayn.checkpoint import save_model
+from aiayn.cli import main
+from aiayn.config import DecodeConfig
+from aiayn.data import EOS, Tokenizer
+from aiayn.evaluate import (
+    PAPER_BLEU_LABEL,
+    chrf,
+    compound_split,
+    evaluate,
+    paper_bleu,
+    paper_tokenize,
+    perplexity,
+    sacre_bleu,
+)
+from aiayn.translator import load_translator
+
+SRC = ["a dog runs .", "two men play football .", "a cat", ""]
+REF = ["ein Hund rennt .", "zwei Männer spielen Fußball .", "eine Katze", ""]
+
+
+def test_compound_split() -> None:
+    assert compound_split("rich-text format") == "rich ##AT##-##AT## text format"
+    assert compound_split("a-b-c") == "a ##AT##-##AT## b-c"  # non-overlapping, as the script
+    assert compound_split("- x -y x- a - b") == "- x -y x- a - b"  # no compound: unchanged
+    assert paper_tokenize("The rich-text, well-known.") == (
+        "The rich ##AT##-##AT## text , well ##AT##-##AT## known ."
+    )
+    assert paper_tokenize("rich-text", "intl") == "rich - text"  # intl splits hyphens itself
+    with pytest.raises(ValueError, match="tokenize"):
+        paper_tokenize("x", "moses")
+
+
+def test_paper_bleu_by_the_formula() -> None:
+    # hyp "the cat sat-down" -> the cat sat ##AT##-##AT## down (5 tokens); the reference adds
+    # "on" (6 tokens). Every n-gram precision is 1, so BLEU = BP = exp(1 - 6/5).
+    got = paper_bleu(["the cat sat-down"], ["the cat sat-down on"])
+    assert got == pytest.approx(100 * math.exp(1 - 6 / 5), abs=1e-6)
+    # Compound splitting changes the number: without it "sat-down" is one token, the hypothesis
+    # has 3 tokens and no 4-gram, and unsmoothed BLEU is 0.
+    from sacrebleu.metrics import BLEU
+
+    plain = BLEU(tokenize="13a", smooth_method="none")
+    unsplit = plain.corpus_score(["the cat sat-down"], [["the cat sat-down on"]]).score
+    assert unsplit == 0.0
+    assert "not sacreBLEU" in PAPER_BLEU_LABEL
+
+
+def test_sacrebleu_and_chrf_with_signatures() -> None:
+    score, sig = sacre_bleu(["the cat sat on the mat"], ["the cat sat on the mat"])
+    assert score == pytest.approx(100.0)
+    assert "tok:13a" in sig
+    assert "nrefs:1" in sig
+    score, sig = chrf(["the cat"], ["the cat"])
+    assert score == pytest.approx(100.0)
+    assert "nc:6" in sig
+    low, _ = sacre_bleu(["a b c d e"], ["v w x y z"])
+    assert low < 1.0
+
+
+def tiny(vocab: int, seed: int = 0) -> Transformer:
+    torch.manual_seed(seed)
+    cfg = ModelConfig(vocab_size=vocab, d_model=16, n_heads=2, d_ff=32, n_layers=2, dropout=0.0)
+    return Transformer(cfg).eval()
+
+
+def test_perplexity_of_a_uniform_model_is_the_vocabulary() -> None:
+    # A zero embedding gives zero logits: P = 1/V everywhere, so PPL = V exactly.
+    model = tiny(17)
+    with torch.no_grad():
+        model.embedding.zero_()
+    pairs = [([5, 6, 7], [8, 9]), ([5], [10, 11, 12, 13]), ([6, 7], [])]
+    ppl = perplexity(model, pairs)
+    assert ppl.tokens == 3 + 5 + 1  # every target token and its EOS; never padding
+    assert ppl.value == pytest.approx(17.0, rel=1e-5)
+
+
+def test_perplexity_equals_one_sentence_at_a_time() -> None:
+    model = tiny(30, seed=3)
+    pairs = [([5, 6, 7, 8, 9], [10, 11]), ([12], [13, 14, 15, 16, 17, 18]), ([19, 20], [21])]
+    together = perplexity(model, pairs)
+    nll, n = 0.0, 0
+    for src, tgt in pairs:
+        s = torch.tensor([[*src, EOS]])
+        y = torch.tensor([[*tgt, EOS]])
+        tgt_in = torch.tensor([[1, *tgt]])
+        logp = F.log_softmax(model(s, tgt_in), dim=-1)  # (1, T, V)
+        nll -= logp.gather(-1, y[..., None]).sum().item()
+        n += y.numel()
+    assert together.tokens == n
+    assert together.nll == pytest.approx(nll, rel=1e-5)
+    # Batches of one sentence (a budget smaller than any pair) give the same number.
+    assert perplexity(model, pairs, max_tokens=1).nll == pytest.approx(nll, rel=1e-5)
+
+
+@pytest.fixture(scope="module")
+def ckpt(tmp_path_factory) -> Path:
+    tok = Tokenizer.train(SRC + REF, vocab_size=280)
+    path = tmp_path_factory.mktemp("eval") / "model.safetensors"
+    save_model(path, tiny(tok.vocab_size), metadata={"tokenizer": tok.to_str()})
+    return path
+
+
+def test_evaluate_report(ckpt) -> None:
+    tr = load_translator(ckpt, DecodeConfig(max_len_b=3))
+    report = evaluate(tr, SRC, REF)
+    assert len(report["hypotheses"]) == len(SRC)
+    assert report["hypotheses"][3] == ""  # the empty line
+    for key in ("sacrebleu", "chrf", "paper_bleu"):
+        assert 0.0 <= report[key]["score"] <= 100.0
+    assert report["perplexity"]["value"] > 1.0
+    assert report["perplexity"]["tokens"] == sum(
+        len(tr.tokenizer.encode(r)) + 1 for r in REF
+    )  # references scored with EOS, no padding
+    assert report["speed"]["sentences"] == 4
+    assert report["speed"]["sentences_per_second"] > 0
+    # The headline is sacreBLEU of the very hypotheses returned.
+    assert report["sacrebleu"]["score"] == pytest.approx(sacre_bleu(report["hypotheses"], REF)[0])
+
+
+def write(path: Path, lines: list[str]) -> Path:
+    path.write_text("".join(x + "\n" for x in lines), encoding="utf-8")
+    return path
+
+
+def test_cli_evaluate_src_ref(tmp_path, ckpt, capsys) -> None:
+    src, ref = write(tmp_path / "s.txt", SRC), write(tmp_path / "r.txt", REF)
+    out, hyps = tmp_path / "report.json", tmp_path / "hyps.txt"
+    argv = ["evaluate", "--checkpoint", str(ckpt), "--src", str(src), "--ref", str(ref)]
+    assert main([*argv, "--json", str(out), "--hyps", str(hyps), "--max-len-b", "3"]) == 0
+    table = capsys.readouterr().out
+    for name in ("sacreBLEU", "chrF2", "paper-compatible BLEU", "reference perplexity", "speed"):
+        assert name in table
+    assert "tok:13a" in table
+    report = json.loads(out.read_text())
+    assert report["decode"]["beam"] == 4
+    assert report["paper_bleu"]["label"] == PAPER_BLEU_LABEL
+    assert len(hyps.read_text(encoding="utf-8").split("\n")) == len(SRC) + 1
+
+
+def test_cli_evaluate_data_dir(tmp_path, ckpt, capsys, monkeypatch) -> None:
+    import aiayn.data
+
+    class Prepared:
+        def texts(self, split: str) -> tuple[list[str], list[str]]:
+            assert split == "valid"
+            return SRC, REF
+
+    monkeypatch.setattr(aiayn.data, "load_prepared", lambda d: Prepared(), raising=False)
+    argv = ["evaluate", "--checkpoint", str(ckpt), "--data", str(tmp_path), "--split", "valid"]
+    assert main([*argv, "--max-len-b", "2", "--limit", "2"]) == 0
+    assert "2 sentences" in capsys.readouterr().out
+
+
+def test_cli_evaluate_errors(tmp_path, ckpt, capsys) -> None:
+    src = write(tmp_path / "s.txt", SRC)
+    ref = write(tmp_path / "r.txt", REF[:2])
+    assert main(["evaluate", "--checkpoint", str(ckpt), "--src", str(src), "--ref", str(ref)]) == 2
+    assert "has 4 lines but" in capsys.readouterr().err
+    assert main(["evaluate", "--checkpoint", str(ckpt)]) == 2
+    assert "--src FILE --ref FILE" in capsys.readouterr().err
