@@ -38,6 +38,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -293,17 +294,35 @@ def model_step_fn(model: Transformer, src: Tensor, cached: bool = True) -> StepF
     keys and values (``model.start`` / ``model.step`` / ``state.reorder``). Otherwise the
     decoder re-runs on the whole prefix at every step (the slow path, proven equal in tests).
     The source is encoded once, on the first call (inside the search's inference mode).
+
+    What depends only on the sentence (the memory, its mask and the cross-attention keys and
+    values) is reordered only when the rows' sentences change (a sentence or a hypothesis has
+    finished), not at every beam reordering; the self-attention caches follow every ``origin``.
     """
     if model.training:
         raise ValueError("model_step_fn: call model.eval() first (dropout would randomise search)")
-    box: dict[str, object] = {}
+    box: dict[str, Any] = {}
+
+    def same_sentences(origin: Tensor) -> bool:
+        """Follow origin; True when every row still belongs to the same sentence as before."""
+        rows = box["rows"]  # (N,): the sentence of each row of the previous call
+        new = rows.index_select(0, origin)  # (N',)
+        box["rows"] = new
+        return new.shape == rows.shape and bool(torch.equal(new, rows))
 
     def cached_step(prefix: Tensor, origin: Tensor | None) -> Tensor:
-        state = box.get("state")
-        if not isinstance(state, DecoderState):
-            state = box["state"] = model.start(src)
-        elif origin is not None:
-            state.reorder(origin)
+        if "state" not in box:
+            box["state"] = model.start(src)
+            box["rows"] = torch.arange(src.size(0), device=src.device)  # (B,)
+        state: DecoderState = box["state"]
+        if origin is not None:
+            if same_sentences(origin):
+                for layer in state.layers:
+                    cache = layer["self"]
+                    for key, value in cache.items():
+                        cache[key] = value.index_select(0, origin)  # (N, H, t, K)
+            else:
+                state.reorder(origin)
         if state.length != prefix.size(1) - 1:
             raise RuntimeError(f"cache holds {state.length} positions, prefix {prefix.size(1)}")
         return model.step(prefix[:, -1:], state)[:, -1]  # (N, V)
@@ -311,10 +330,11 @@ def model_step_fn(model: Transformer, src: Tensor, cached: bool = True) -> StepF
     def full_step(prefix: Tensor, origin: Tensor | None) -> Tensor:
         if "memory" not in box:
             box["memory"], box["keep"] = model.encode(src)  # (B, S, D), (B, 1, 1, S)
-        elif origin is not None:
-            box["memory"] = box["memory"].index_select(0, origin)  # type: ignore[union-attr]
-            box["keep"] = box["keep"].index_select(0, origin)  # type: ignore[union-attr]
-        z = model.decode(prefix, box["memory"], box["keep"])  # type: ignore[arg-type]
+            box["rows"] = torch.arange(src.size(0), device=src.device)  # (B,)
+        elif origin is not None and not same_sentences(origin):
+            box["memory"] = box["memory"].index_select(0, origin)  # (N, S, D)
+            box["keep"] = box["keep"].index_select(0, origin)  # (N, 1, 1, S)
+        z = model.decode(prefix, box["memory"], box["keep"])  # (N, t, D)
         return model.logits(z[:, -1:])[:, -1]  # (N, V)
 
     return cached_step if cached else full_step
