@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import overload
 
 import torch
 import torch.nn.functional as F
@@ -21,6 +22,7 @@ from torch import Tensor, nn
 
 from aiayn.attention import Cache, MultiHeadAttention, padding_mask
 from aiayn.config import ModelConfig
+from aiayn.output_loss import tied_output_loss
 
 Record = dict[str, Tensor]
 
@@ -41,7 +43,7 @@ def sinusoidal_positions(
 
     >>> pe = sinusoidal_positions(2, 4)
     >>> [round(x, 6) for x in pe[1].tolist()]
-    [0.841471, 0.540302, 0.0099998, 0.99995]
+    [0.841471, 0.540302, 0.01, 0.99995]
 
     Shapes: -> (length, d_model).
     """
@@ -342,13 +344,34 @@ class Transformer(nn.Module):
         """
         return F.linear(z, self.embedding)  # (B, T, V)
 
-    def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
+    @overload
+    def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor: ...
+
+    @overload
+    def forward(
+        self, src: Tensor, tgt_in: Tensor, target: Tensor, label_smoothing: float = 0.0
+    ) -> tuple[Tensor, Tensor, int]: ...
+
+    def forward(
+        self,
+        src: Tensor,
+        tgt_in: Tensor,
+        target: Tensor | None = None,
+        label_smoothing: float = 0.0,
+    ) -> Tensor | tuple[Tensor, Tensor, int]:
         """logits = Decoder(tgt_in, Encoder(src)) E^T.  Section 3.
+
+        With ``target`` (B, T), returns instead the label-smoothed loss of section 5.4 as
+        (smoothed sum, NLL sum, non-pad target tokens), computed with the output layer in
+        chunks (``aiayn.output_loss``) so that the (B, T, V) logits never exist at once.
 
         Shapes: src (B, S), tgt_in (B, T) -> (B, T, V).
         """
         memory, src_keep = self.encode(src)  # (B, S, D)
-        return self.logits(self.decode(tgt_in, memory, src_keep))  # (B, T, V)
+        z = self.decode(tgt_in, memory, src_keep)  # (B, T, D)
+        if target is None:
+            return self.logits(z)  # (B, T, V)
+        return tied_output_loss(z, self.embedding, target, label_smoothing, self.config.pad_id)
 
     # Incremental decoding (section 6.1) -------------------------------------------------
 

@@ -1,0 +1,99 @@
+"""The tied output layer and the label-smoothed loss in one chunked pass.  Sections 3.4, 5.4.
+
+L = Z_D E^T (3.4), then the label-smoothed cross-entropy of 5.4 with the smoothed target q:
+1 - eps on the reference token y and eps / (V - 1) on each other token. Written plainly, this
+materialises the (N, V) logits, their log-softmax and the gradient of each: at the paper's
+shared vocabulary of 37000 and 4096 target tokens that is 600 MB a copy. Here the tokens go in
+chunks: for each chunk the logits are computed, the loss taken, and the gradient with respect
+to the logits, p - q (softmax minus smoothed target), turned at once into the gradients of Z_D
+and E. Only (chunk, V) is ever alive. The numbers equal the plain path (a test proves it); the
+same matmuls run, in a different order. This is an optimisation, not a departure.
+
+>>> z = torch.randn(5, 4, dtype=torch.float64); E = torch.randn(7, 4, dtype=torch.float64)
+>>> y = torch.tensor([1, 2, 0, 3, 6])
+>>> smooth, nll, n = tied_output_loss(z, E, y, eps=0.1, pad_id=0, chunk=2)
+>>> n
+4
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+DEFAULT_CHUNK = 1024  # tokens per chunk: (1024, 37000) fp32 is 150 MB
+
+
+def _chunk_loss(
+    z: Tensor, E: Tensor, y: Tensor, eps: float, pad_id: int, want_grad: bool
+) -> tuple[Tensor, Tensor, Tensor | None]:
+    """Smoothed loss sum, NLL sum and d(smoothed sum)/d(logits) of one chunk.
+
+    Shapes: z (C, D), E (V, D), y (C,) -> scalars and (C, V).
+    """
+    V = E.size(0)
+    logits = z @ E.t()  # (C, V)
+    logits = logits.to(torch.promote_types(logits.dtype, torch.float32))  # fp32 at least
+    lse = logits.logsumexp(dim=-1)  # (C,)
+    keep = y != pad_id  # (C,)
+    nll = lse - logits.gather(1, y[:, None]).squeeze(1)  # (C,): -log p_y
+    total = V * lse - logits.sum(dim=-1)  # (C,): -sum_j log p_j
+    off = eps / (V - 1)
+    smooth = (1.0 - eps) * nll + off * (total - nll)  # (C,)
+    zero = torch.zeros((), dtype=smooth.dtype, device=smooth.device)
+    smooth_sum = torch.where(keep, smooth, zero).sum()
+    nll_sum = torch.where(keep, nll, zero).sum()
+    if not want_grad:
+        return smooth_sum, nll_sum, None
+    grad = logits.sub_(lse[:, None]).exp_()  # (C, V): p, reusing the logits' memory
+    grad.sub_(off)  # p - eps / (V - 1)
+    grad.scatter_add_(1, y[:, None], torch.full_like(nll[:, None], off - (1.0 - eps)))
+    grad.mul_(keep[:, None])  # padding contributes nothing
+    return smooth_sum, nll_sum, grad
+
+
+class _TiedOutputLoss(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, z, E, y, eps, pad_id, chunk):  # type: ignore[override]
+        want = ctx.needs_input_grad[0] or ctx.needs_input_grad[1]
+        grad_z = torch.empty_like(z) if want else None  # (N, D)
+        acc_E = torch.promote_types(E.dtype, torch.float32)
+        grad_E = torch.zeros(E.shape, dtype=acc_E, device=E.device) if want else None
+        acc = torch.promote_types(z.dtype, torch.float32)
+        smooth_sum = torch.zeros((), dtype=acc, device=z.device)
+        nll_sum = torch.zeros((), dtype=acc, device=z.device)
+        for s in range(0, z.size(0), chunk):
+            zc, yc = z[s : s + chunk], y[s : s + chunk]  # (C, D), (C,)
+            sm, nl, g = _chunk_loss(zc, E, yc, eps, pad_id, want)
+            smooth_sum += sm
+            nll_sum += nl
+            if g is not None:
+                g = g.to(z.dtype)  # (C, V)
+                grad_z[s : s + chunk] = g @ E.to(z.dtype)  # (C, D)
+                grad_E.addmm_(g.t().to(acc_E), zc.to(acc_E))  # (V, D)
+        if want:
+            ctx.save_for_backward(grad_z, grad_E.to(E.dtype))
+        ctx.mark_non_differentiable(nll_sum)
+        return smooth_sum, nll_sum
+
+    @staticmethod
+    def backward(ctx, g_smooth, g_nll):  # type: ignore[override]
+        grad_z, grad_E = ctx.saved_tensors
+        return grad_z * g_smooth, grad_E * g_smooth, None, None, None, None
+
+
+def tied_output_loss(
+    z: Tensor, E: Tensor, target: Tensor, eps: float, pad_id: int, chunk: int = DEFAULT_CHUNK
+) -> tuple[Tensor, Tensor, int]:
+    """sum_t -sum_j q_j log softmax(z_t E^T)_j over non-pad t, q = 1-eps on y, eps/(V-1) elsewhere.
+
+    Sections 3.4 and 5.4. Returns (smoothed loss sum, plain NLL sum, non-pad target tokens);
+    only the smoothed sum carries a gradient (the NLL is for logging). The gradients of z and E
+    are computed chunk by chunk during the forward pass and handed out in backward.
+
+    Shapes: z (B, T, D) or (N, D); E (V, D); target (B, T) or (N,).
+    """
+    z2 = z.reshape(-1, z.size(-1))  # (N, D)
+    y = target.reshape(-1)  # (N,)
+    smooth, nll = _TiedOutputLoss.apply(z2, E, y, float(eps), int(pad_id), int(chunk))
+    return smooth, nll, int((y != pad_id).sum())
