@@ -5,7 +5,7 @@ values, validated in ``__post_init__`` with a message naming the field. Presets 
 ``dataclasses.replace``; the CLI generates its flags from the fields (``aiayn.cli.common``).
 
 >>> cfg = model_preset("base")
->>> cfg.d_model, cfg.n_heads, cfg.d_k, cfg.d_ff, cfg.n_layers
+>>> cfg.d_model, cfg.n_heads, cfg.head_dim, cfg.d_ff, cfg.n_layers
 (512, 8, 64, 2048, 6)
 >>> model_preset("table3-A-h1").d_k
 512
