@@ -129,7 +129,12 @@ class Tokenizer:
         from aiayn.checkpoint import atomic_write
 
         text = self.to_str()
-        atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+        def write(tmp: Path) -> None:
+            tmp.write_text(text, encoding="utf-8")
+            tmp.chmod(0o644)  # a data file, not a secret (mkstemp makes it private)
+
+        atomic_write(path, write)
 
     @property
     def vocab_size(self) -> int:
@@ -142,7 +147,9 @@ class Tokenizer:
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
         """encode for many texts at once (in parallel threads)."""
-        encs = self._tok.encode_batch(list(texts), add_special_tokens=False)
+        # encode_batch_fast (tokenizers >= 0.20) skips the character offsets we never use
+        encode = getattr(self._tok, "encode_batch_fast", self._tok.encode_batch)
+        encs = encode(list(texts), add_special_tokens=False)
         return [e.ids for e in encs]
 
     def decode(self, ids: Iterable[int]) -> str:

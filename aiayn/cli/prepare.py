@@ -1,0 +1,184 @@
+"""Prepare a corpus: clean and split text, learn the shared BPE, write token ids (section 5.1).
+
+Sources (--source):
+  packaged  real EN-DE (or EN-FR) translations from Debian packages, via apt-get (default)
+  multi30k  Multi30k task 1 EN-DE, from --multi30k-dir or downloaded with checksums
+  wmt14     WMT 2014 EN-DE, the paper's data, downloaded from statmt.org (large)
+  numbers   numbers written as words, English -> German or French (num2words)
+  copy      copy a sequence of letters (synthetic)
+  reverse   reverse a sequence of letters (synthetic)
+  files     your own pairs: --src FILE --tgt FILE, or --tsv FILE
+
+The output directory is written atomically: it appears complete, or not at all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+DEFAULT_VOCAB = {
+    "packaged": 8000,
+    "multi30k": 8000,
+    "wmt14": 37000,  # 5.1: "a shared source-target vocabulary of about 37000 tokens"
+    "numbers": 1000,
+    "copy": 300,
+    "reverse": 300,
+    "files": 8000,
+}
+DEFAULT_PAIRS = {"numbers": 20000, "copy": 10000, "reverse": 10000}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from aiayn.data.corpora import SOURCES
+
+    parser.add_argument("--source", choices=SOURCES, default="packaged", help="default packaged")
+    parser.add_argument("--out", required=True, type=Path, help="the data directory to write")
+    parser.add_argument(
+        "--lang-pair",
+        default=None,
+        help="SRC-TGT, e.g. en-de (default), de-en, en-fr (packaged, numbers); labels for files",
+    )
+    parser.add_argument(
+        "--vocab-size",
+        type=int,
+        default=None,
+        help="shared BPE vocabulary, specials included (default: 37000 wmt14, 8000 packaged/"
+        "multi30k/files, 1000 numbers, 300 copy/reverse)",
+    )
+    parser.add_argument("--src", type=Path, help="files: source text, one sentence a line")
+    parser.add_argument("--tgt", type=Path, help="files: target text, aligned with --src")
+    parser.add_argument("--tsv", type=Path, help="files: one 'source<TAB>target' pair a line")
+    parser.add_argument("--multi30k-dir", type=Path, help="multi30k: local raw files (no download)")
+    parser.add_argument(
+        "--mirror", help="multi30k/wmt14: base URL to download from instead of the official one"
+    )
+    parser.add_argument(
+        "--errors",
+        choices=("strict", "replace"),
+        default="strict",
+        help="invalid UTF-8: stop with the file and line (strict, default) or replace and count",
+    )
+    parser.add_argument(
+        "--max-len", type=int, default=250, help="max BPE tokens per side, train (default 250)"
+    )
+    parser.add_argument(
+        "--max-ratio",
+        type=float,
+        default=3.0,
+        help="max ratio of the sides' lengths in UTF-8 bytes (+10), train (default 3.0)",
+    )
+    parser.add_argument("--num-pairs", type=int, help="numbers/copy/reverse: pairs to generate")
+    parser.add_argument("--valid-share", type=float, default=0.02, help="hash split (default 0.02)")
+    parser.add_argument("--test-share", type=float, default=0.02, help="hash split (default 0.02)")
+    parser.add_argument("--min-frequency", type=int, default=2, help="BPE merges (default 2)")
+    parser.add_argument("--seed", type=int, default=1, help="split hash and generators (default 1)")
+    parser.add_argument(
+        "--cache-dir",
+        type=Path,
+        help="downloads and extracted pairs (default $XDG_CACHE_HOME/aiayn or ~/.cache/aiayn)",
+    )
+    parser.add_argument("--refresh", action="store_true", help="download and extract again")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing --out")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+
+def _lang_pair(args: argparse.Namespace) -> tuple[str, str]:
+    from aiayn.errors import UserError
+
+    default = {"copy": "src-tgt", "reverse": "src-tgt"}.get(args.source, "en-de")
+    pair = args.lang_pair or default
+    parts = pair.split("-")
+    if len(parts) != 2 or not all(p.isalnum() for p in parts) or parts[0] == parts[1]:
+        raise UserError(f"--lang-pair must look like en-de, got {pair!r}")
+    return parts[0], parts[1]
+
+
+def open_corpus(args: argparse.Namespace, langs: tuple[str, str], cache: Path):
+    """The Corpus that --source and its flags name."""
+    from aiayn.data.corpora import simple
+    from aiayn.errors import UserError
+
+    src, tgt = langs
+    other = tgt if src == "en" else src
+    n = args.num_pairs if args.num_pairs is not None else DEFAULT_PAIRS.get(args.source, 0)
+    progress = not args.no_progress
+    if args.source == "packaged":
+        from aiayn.data.corpora.packaged import packaged_corpus
+
+        if "en" not in langs:
+            raise UserError("--source packaged: --lang-pair en-de, de-en, en-fr or fr-en")
+        return packaged_corpus(other, cache, refresh=args.refresh)
+    if args.source == "multi30k":
+        from aiayn.data.corpora.multi30k import BASE_URL, multi30k_corpus
+
+        return multi30k_corpus(
+            args.multi30k_dir,
+            cache,
+            base_url=args.mirror or BASE_URL,
+            errors=args.errors,
+            progress=progress,
+        )
+    if args.source == "wmt14":
+        from aiayn.data.corpora.wmt14 import wmt14_corpus
+
+        return wmt14_corpus(cache, base_url=args.mirror, errors=args.errors, progress=progress)
+    if args.source == "numbers":
+        if "en" not in langs:
+            raise UserError("--source numbers: --lang-pair en-de, en-fr, de-en or fr-en")
+        return simple.numbers_corpus(other, n, seed=args.seed)
+    if args.source in ("copy", "reverse"):
+        return simple.synthetic_corpus(args.source, n, seed=args.seed)
+    return simple.files_corpus(langs, args.src, args.tgt, args.tsv, errors=args.errors)
+
+
+def _summary(manifest: dict, out: Path) -> str:
+    splits = manifest["splits"]
+    lines = [
+        f"prepared {manifest['source']} {manifest['src_lang']}-{manifest['tgt_lang']} in {out}"
+    ]
+    for name, info in splits.items():
+        tok = info["tokens"]
+        lines.append(
+            f"  {name:5s} {info['pairs']:>9,} pairs, {tok['src']:>11,} source tokens, "
+            f"{tok['tgt']:>11,} target tokens"
+        )
+    dropped = manifest["dropped"]
+    kept = sum(s["pairs"] for s in splits.values())
+    lines.append(f"  kept {kept:,} pairs, dropped {sum(dropped.values()):,}")
+    for reason, count in dropped.items():
+        if count:
+            lines.append(f"    {reason}: {count:,}")
+    if manifest["replaced_invalid_utf8_lines"]:
+        lines.append(f"  invalid UTF-8 replaced in {manifest['replaced_invalid_utf8_lines']} lines")
+    lines.append(
+        f"  shared BPE vocabulary: {manifest['tokenizer']['vocab_size']:,} tokens "
+        f"({manifest['tokenizer']['merges']:,} merges), {manifest['seconds']} s"
+    )
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    from aiayn.data.corpora.download import default_cache_dir
+    from aiayn.data.prepare import PrepareOptions, prepare
+
+    langs = _lang_pair(args)
+    cache = args.cache_dir or default_cache_dir()
+    opts = PrepareOptions(
+        src_lang=langs[0],
+        tgt_lang=langs[1],
+        vocab_size=args.vocab_size or DEFAULT_VOCAB[args.source],
+        min_frequency=args.min_frequency,
+        max_len=args.max_len,
+        max_ratio=args.max_ratio,
+        valid_share=args.valid_share,
+        test_share=args.test_share,
+        seed=args.seed,
+        overwrite=args.overwrite,
+        progress=not args.no_progress and sys.stderr.isatty(),
+    )
+    corpus = open_corpus(args, langs, cache)
+    manifest = prepare(corpus, args.out, opts)
+    print(_summary(manifest, args.out))
+    return 0

@@ -1,0 +1,99 @@
+"""Multi30k (task 1, EN-DE image captions): the official raw files, local or downloaded.
+
+train 29,000 pairs, val 1,014 (our "valid"), test_2016_flickr 1,000 (our "test"), from the
+official repository ``multi30k/dataset``, ``data/task1/raw/``, where each file is gzipped. The
+SHA-256 sums below are of the decompressed files (measured on copies of the official files;
+the gzip files themselves were not available to hash), so a download is checked after
+decompression. Licence: research use, following Flickr30k's terms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from aiayn.data.corpora import Corpus
+from aiayn.data.corpora.download import fetch, gunzip
+from aiayn.data.textio import DecodeCounter, Errors, read_aligned
+from aiayn.errors import UserError
+
+BASE_URL = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/"
+SPLIT_FILES = {"train": "train", "valid": "val", "test": "test_2016_flickr"}
+LANGS = ("en", "de")
+SHA256 = {  # of the decompressed files
+    "train.en": "460a15fbd157e34a7a9957ee388c1ca247fe47af3ef25fb50442af6c274e0fc6",
+    "train.de": "2c2b73fd2b548fbcde3a875e0a78d6ee94d498bfdee6bd3eae3945779e9ddf72",
+    "val.en": "1f2a23d992769b5b3d209b0a10dd0b77c08cceb1f20dfb97ed0aafa49d107227",
+    "val.de": "660e09eb7e1da2f856ea13ee5ad3cf6d36b3d5b0b733c857e94c5747a3dfc660",
+    "test_2016_flickr.en": "399a4382932c1aadd3ceb9bef1008d388a64c76d4ae4e9d4728c6f4301cac182",
+    "test_2016_flickr.de": "4be6b5b3236b79c25475c6bb829800a7ce559e9ba7a1f6c2394fe4d40be46d16",
+}
+
+
+def download_multi30k(
+    cache: Path,
+    base_url: str = BASE_URL,
+    sha256: dict[str, str] | None = None,
+    progress: bool = False,
+) -> Path:
+    """Fetch the six .gz files, decompress them into cache/multi30k, check their SHA-256."""
+    sums = SHA256 if sha256 is None else sha256
+    dest = cache / "multi30k"
+    dest.mkdir(parents=True, exist_ok=True)
+    for stem in SPLIT_FILES.values():
+        for lang in LANGS:
+            name = f"{stem}.{lang}"
+            gz = fetch(base_url + name + ".gz", dest / "gz" / f"{name}.gz", progress=progress)
+            gunzip(gz, dest / name, sha256=sums.get(name))
+    return dest
+
+
+def multi30k_corpus(
+    directory: Path | None,
+    cache: Path,
+    *,
+    base_url: str = BASE_URL,
+    sha256: dict[str, str] | None = None,
+    errors: Errors = "strict",
+    progress: bool = False,
+) -> Corpus:
+    """Multi30k from a local directory of the raw files, or downloaded into the cache."""
+    if directory is None:
+        directory = download_multi30k(cache, base_url, sha256, progress)
+        origin = {"url": base_url}
+    else:
+        missing = [
+            f"{stem}.{lang}"
+            for stem in SPLIT_FILES.values()
+            for lang in LANGS
+            if not (directory / f"{stem}.{lang}").is_file()
+        ]
+        if missing:
+            raise UserError(
+                f"{directory}: not a Multi30k directory, missing {', '.join(missing)} "
+                "(expected the raw files train/val/test_2016_flickr .en/.de)"
+            )
+        from aiayn.data.store import sha256_file
+
+        official = all(sha256_file(directory / n) == h for n, h in SHA256.items())
+        origin = {"directory": str(directory), "matches_official_sha256": official}
+    counter = DecodeCounter()
+
+    def stream_of(stem: str):
+        def stream() -> Iterator[tuple[str, str]]:
+            yield from read_aligned(
+                directory / f"{stem}.en", directory / f"{stem}.de", errors, counter
+            )
+
+        return stream
+
+    splits = {split: stream_of(stem) for split, stem in SPLIT_FILES.items()}
+    return Corpus(
+        "multi30k",
+        LANGS,
+        splits,
+        {**origin, "task": "task1 raw"},
+        dedupe=False,
+        decode_counter=counter,
+        size_hint=31014,
+    )

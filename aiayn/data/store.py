@@ -1,0 +1,253 @@
+"""The prepared data directory: cleaned text, the shared BPE model, token ids, a manifest.
+
+Layout (``aiayn prepare`` writes it, ``load_prepared`` reads it)::
+
+    DIR/manifest.json            written last: counts, lengths, tokenizer settings, hashes
+    DIR/tokenizer.json           the shared BPE model (section 5.1)
+    DIR/text/{split}.{lang}      cleaned text, one sentence a line (references for sacreBLEU)
+    DIR/ids/{split}.{side}.bin   token ids of side src/tgt, flat, uint16 (or uint32), no specials
+    DIR/ids/{split}.{side}.idx   int64 offsets, N + 1 of them: pair i is bin[idx[i]:idx[i+1]]
+
+The token arrays are memory-mapped, so a split of millions of pairs costs almost no memory
+until its pages are read. A directory is complete only when its manifest says so and every
+file it lists has the recorded size; anything else is refused with a ``UserError``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from array import array
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from aiayn.data.batching import ArraySplit
+from aiayn.data.bpe import Tokenizer
+from aiayn.errors import UserError
+
+FORMAT = "aiayn-prepared"
+VERSION = 1
+SPLITS = ("train", "valid", "test")
+SIDES = ("src", "tgt")
+
+
+def ids_dtype(vocab_size: int) -> np.dtype:
+    """uint16 when every id fits, else uint32."""
+    return np.dtype(np.uint16) if vocab_size <= 1 << 16 else np.dtype(np.uint32)
+
+
+def sha256_file(path: str | Path) -> str:
+    """Hex SHA-256 of a file, read in 1 MiB chunks."""
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as fh:
+        while chunk := fh.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+class IdWriter:
+    """Appends id sequences to ``{prefix}.bin`` and writes the offsets ``{prefix}.idx`` on close."""
+
+    def __init__(self, prefix: Path, dtype: np.dtype) -> None:
+        self.prefix, self.dtype = prefix, dtype
+        self._fh = Path(f"{prefix}.bin").open("wb")  # noqa: SIM115 (closed by close())
+        self._lengths = array("q")
+        self.n_tokens = 0
+
+    def add(self, seqs: Sequence[Sequence[int]]) -> None:
+        """Append sequences (ids without specials)."""
+        lengths = [len(s) for s in seqs]
+        flat = np.fromiter(
+            (t for s in seqs for t in s), dtype=self.dtype, count=sum(lengths)
+        )  # (sum of lengths,)
+        flat.tofile(self._fh)
+        self._lengths.extend(lengths)
+        self.n_tokens += len(flat)
+
+    def close(self) -> np.ndarray:
+        """Finish both files; returns the lengths (N,) int64."""
+        self._fh.close()
+        lengths = np.frombuffer(self._lengths, dtype=np.int64)  # (N,)
+        offsets = np.zeros(len(lengths) + 1, dtype=np.int64)  # (N + 1,)
+        np.cumsum(lengths, out=offsets[1:])
+        offsets.tofile(f"{self.prefix}.idx")
+        return lengths
+
+
+def _memmap(path: Path, dtype: np.dtype, count: int) -> np.ndarray:
+    if count == 0:  # np.memmap cannot map an empty file
+        return np.zeros(0, dtype=dtype)
+    return np.memmap(path, dtype=dtype, mode="r", shape=(count,))
+
+
+class MemmapSplit(ArraySplit):
+    """A split of a prepared directory; token arrays and offsets are memory-mapped."""
+
+    def __init__(self, root: Path, name: str, n_pairs: int, n_tokens: dict[str, int], dtype: str):
+        arrays = []
+        for side in SIDES:
+            prefix = root / "ids" / f"{name}.{side}"
+            tokens = _memmap(Path(f"{prefix}.bin"), np.dtype(dtype), n_tokens[side])
+            offsets = _memmap(Path(f"{prefix}.idx"), np.dtype(np.int64), n_pairs + 1)
+            if n_pairs == 0:
+                offsets = np.zeros(1, dtype=np.int64)
+            arrays += [tokens, offsets]
+        super().__init__(*arrays)
+        self.name = name
+
+
+@dataclass
+class PreparedData:
+    """A prepared data directory: tokenizer, memory-mapped splits, cleaned texts, manifest."""
+
+    path: Path
+    manifest: dict[str, Any]
+    tokenizer: Tokenizer
+
+    @property
+    def src_lang(self) -> str:
+        return self.manifest["src_lang"]
+
+    @property
+    def tgt_lang(self) -> str:
+        return self.manifest["tgt_lang"]
+
+    def _check_name(self, name: str) -> dict[str, Any]:
+        splits = self.manifest["splits"]
+        if name not in splits:
+            raise UserError(f"{self.path}: no split {name!r}; it has {', '.join(splits)}")
+        return splits[name]
+
+    def split(self, name: str) -> MemmapSplit:
+        """The memory-mapped pairs of split "train", "valid" or "test"."""
+        info = self._check_name(name)
+        return MemmapSplit(
+            self.path, name, info["pairs"], info["tokens"], self.manifest["ids_dtype"]
+        )
+
+    def text_paths(self, name: str) -> tuple[Path, Path]:
+        """Paths of the cleaned source and reference text of a split."""
+        self._check_name(name)
+        text = self.path / "text"
+        return text / f"{name}.{self.src_lang}", text / f"{name}.{self.tgt_lang}"
+
+    def texts(self, name: str) -> tuple[list[str], list[str]]:
+        """(sources, references): the cleaned raw text of a split, one string a pair."""
+        src_path, tgt_path = self.text_paths(name)
+        out = []
+        for p in (src_path, tgt_path):
+            with p.open(encoding="utf-8", newline="\n") as fh:
+                out.append([line.rstrip("\n") for line in fh])
+        return out[0], out[1]
+
+
+def load_prepared(path: str | Path) -> PreparedData:
+    """Open a prepared data directory; a missing or incomplete one is a UserError naming it."""
+    root = Path(path)
+    if not root.is_dir():
+        raise UserError(
+            f"{root}: no prepared data directory here; run `aiayn prepare --out {root}`"
+        )
+    manifest_path = root / "manifest.json"
+    if not manifest_path.is_file():
+        raise UserError(
+            f"{root}: incomplete prepared data directory (no manifest.json); "
+            f"run `aiayn prepare --out {root}` again"
+        )
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise UserError(f"{manifest_path}: unreadable manifest ({e})") from None
+    if manifest.get("format") != FORMAT or manifest.get("complete") is not True:
+        raise UserError(f"{manifest_path}: not a complete {FORMAT} manifest")
+    if manifest.get("version") != VERSION:
+        raise UserError(
+            f"{manifest_path}: format version {manifest.get('version')}, this aiayn reads "
+            f"version {VERSION}; prepare the data again"
+        )
+    for rel, info in manifest.get("files", {}).items():
+        f = root / rel
+        if not f.is_file() or f.stat().st_size != info["bytes"]:
+            raise UserError(f"{root}: file {rel} is missing or has the wrong size; prepare again")
+    tokenizer = Tokenizer.load(root / "tokenizer.json")
+    return PreparedData(root, manifest, tokenizer)
+
+
+def verify_hashes(data: PreparedData) -> list[str]:
+    """Files whose SHA-256 differs from the manifest's (empty when all match)."""
+    return [
+        rel
+        for rel, info in data.manifest["files"].items()
+        if sha256_file(data.path / rel) != info["sha256"]
+    ]
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _stale_siblings(out: Path) -> Iterator[Path]:
+    """Temporary build directories of earlier runs whose process is gone."""
+    for p in out.parent.glob(f".{out.name}.partial-*"):
+        try:
+            pid = int(p.name.rsplit("-", 2)[-2])
+            os.kill(pid, 0)
+        except (ValueError, IndexError, ProcessLookupError):
+            yield p
+        except PermissionError:
+            continue
+
+
+@contextlib.contextmanager
+def building_directory(out: str | Path, overwrite: bool = False) -> Iterator[Path]:
+    """Yield a temporary sibling of out to build in; on success it is renamed to out.
+
+    On any error (or Ctrl-C) the temporary directory is removed, so out is either the complete
+    new directory, or what it was before. An existing non-empty out is kept unless overwrite.
+    """
+    out = Path(out).absolute()
+    if out.exists() and not out.is_dir():
+        raise UserError(f"{out}: exists and is not a directory")
+    if out.is_dir() and any(out.iterdir()) and not overwrite:
+        raise UserError(f"{out}: directory exists and is not empty; pass --overwrite to replace it")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    for stale in _stale_siblings(out):
+        shutil.rmtree(stale, ignore_errors=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-{os.getpid()}-", dir=out.parent))
+    os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes it private; the result is an ordinary dir
+    try:
+        yield tmp
+        if out.exists():
+            old = out.parent / f".{out.name}.old-{os.getpid()}"
+            os.replace(out, old)
+            os.replace(tmp, out)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, out)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def write_manifest(root: Path, manifest: dict[str, Any]) -> None:
+    """Hash every file under root, then write manifest.json (the last file, atomically)."""
+    files = {}
+    for f in sorted(p for p in root.rglob("*") if p.is_file()):
+        rel = f.relative_to(root).as_posix()
+        if rel == "manifest.json":
+            continue
+        files[rel] = {"bytes": f.stat().st_size, "sha256": sha256_file(f)}
+    full = {"format": FORMAT, "version": VERSION, "complete": True, **manifest, "files": files}
+    tmp = root / ".manifest.json.tmp"
+    tmp.write_text(json.dumps(full, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, root / "manifest.json")
