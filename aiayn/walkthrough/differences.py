@@ -1,0 +1,210 @@
+"""Where the note and the paper differ: the paper's version beside what the note's would compute.
+
+Sections 3.1, 3.2.1, 3.2.2, 5.3, 5.4 and 6.1. The asides stand beside their steps (the scale of
+step 2, W^O, LayerNorm's parameters, what p(y_t) is); the closing section covers the rest
+(N = 6 layers, where dropout goes, padding masks, the schedule, beam search) and checks the
+padding claim on the model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+from aiayn.model import Transformer
+from aiayn.walkthrough.doc import Aside, Formula, Group, Mat, Para, Section, Table
+
+if TYPE_CHECKING:
+    from aiayn.walkthrough.steps import Steps
+
+
+def _arr(x: Any) -> np.ndarray:
+    return x.detach().cpu().double().numpy() if hasattr(x, "detach") else np.asarray(x)
+
+
+def _softmax(s: np.ndarray) -> np.ndarray:
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _entropy(a: np.ndarray) -> float:
+    """Mean entropy of the rows of a (nats)."""
+    return float(-(a * np.log(np.where(a > 0, a, 1.0))).sum(axis=-1).mean())
+
+
+def noam_lr(step: int, d_model: int, warmup: int) -> float:
+    """lrate = d_model^-0.5 * min(step^-0.5, step * warmup^-1.5).  Section 5.3, Eq. (3).
+
+    >>> f"{noam_lr(4000, 512, 4000):.4e}"
+    '6.9877e-04'
+    """
+    return d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
+
+
+def scale_aside(st: Steps, x: np.ndarray, mha: Any, rows: list[str]) -> Aside:
+    """Softmax with sqrt(d_k) (the paper, Eq. 1) against sqrt(d_model) (the note's step 2)."""
+    H, K, d = mha.n_heads, mha.d_k, st.d
+    wq, wk = _arr(mha.w_q), _arr(mha.w_k)
+    table, first = [], None
+    for i in range(H):
+        c = slice(i * K, (i + 1) * K)
+        raw = (x @ wq[:, c]) @ (x @ wk[:, c]).T  # (n, n): Q_i K_i^T
+        a_paper, a_note = _softmax(raw / math.sqrt(K)), _softmax(raw / math.sqrt(d))
+        table.append(
+            [
+                str(i + 1),
+                f"{a_paper.max(axis=1).mean():.3f}",
+                f"{a_note.max(axis=1).mean():.3f}",
+                f"{_entropy(a_paper):.3f}",
+                f"{_entropy(a_note):.3f}",
+            ]
+        )
+        if first is None:
+            first = (a_paper, a_note)
+    assert first is not None
+    box = Aside(st.t("scale.title"))
+    box.blocks += [
+        Formula(
+            r"\text{paper: } \operatorname{softmax}\left(\frac{Q K^\top}{\sqrt{d_k}}\right)"
+            r"\qquad \text{note: } \operatorname{softmax}\left(\frac{Q K^\top}"
+            r"{\sqrt{d_{\text{model}}}}\right)"
+        ),
+        Para(
+            st.t(
+                "scale.text",
+                dk=K,
+                sdk=f"{math.sqrt(K):.3f}",
+                d=d,
+                sd=f"{math.sqrt(d):.3f}",
+                h=H,
+                r=f"{math.sqrt(d / K):.3f}",
+                u=f"{math.log(len(rows)):.3f}",
+                n=len(rows),
+            )
+        ),
+        Group(
+            [
+                Mat(r"A_1\ (\sqrt{d_k})", first[0], rows, rows, kind="prob"),
+                Mat(r"A_1\ (\sqrt{d_{\text{model}}})", first[1], rows, rows, kind="prob"),
+            ]
+        ),
+        Table([st.t(f"scale.col{j}") for j in range(5)], table),
+        Para(st.t("scale.why")),
+    ]
+    return box
+
+
+def wo_aside(st: Steps, x: np.ndarray, concat: np.ndarray, m: np.ndarray, rows: list[str]) -> Aside:
+    """M_E = Concat(heads) W^O (3.2.2) against the note's Concat(heads) alone."""
+    d = st.d
+    cols = [str(j) for j in range(d)]
+    box = Aside(st.t("wo.title"))
+    box.blocks += [
+        Formula(
+            r"\text{paper: } M_E = \operatorname{Concat}(O_1, \ldots, O_h)\, W^O,\ "
+            r"W^O \in \mathbb{R}^{h d_v \times d_{\text{model}}}\qquad \text{note: } "
+            r"M_E = \operatorname{Concat}(O_1, \ldots, O_h)"
+        ),
+        Para(
+            st.t(
+                "wo.text",
+                dv=concat.shape[1] // max(1, st.model.config.n_heads),
+                d=d,
+                p=d * concat.shape[1],
+            )
+        ),
+        Group(
+            [
+                Mat(r"\text{note: } X_E + \operatorname{Concat}", x + concat, rows, cols),
+                Mat(r"\text{paper: } X_E + \operatorname{Concat}\, W^O", x + m, rows, cols),
+            ]
+        ),
+    ]
+    return box
+
+
+def ln_aside(st: Steps, r: np.ndarray, norm: Any, rows: list[str]) -> Aside:
+    """gamma and beta are learned, epsilon is a constant: the effect of epsilon, measured."""
+    from aiayn.walkthrough.steps import layer_norm
+
+    gamma, beta = _arr(norm.weight), _arr(norm.bias)
+    with_eps = layer_norm(r, gamma, beta, st.eps)[3]
+    without = layer_norm(r, gamma, beta, 0.0)[3]
+    box = Aside(st.t("ln.title"))
+    box.blocks += [
+        Formula(
+            r"\text{learned: } \gamma, \beta \in \mathbb{R}^{d_{\text{model}}}\qquad "
+            r"\text{constant: } \epsilon"
+        ),
+        Para(
+            st.t(
+                "ln.text",
+                d=st.d,
+                eps=f"{st.eps:g}",
+                dd=f"{float(np.abs(with_eps - without).max()):.1e}",
+            )
+        ),
+    ]
+    return box
+
+
+def padding_demo(st: Steps) -> tuple[list[Any], float]:
+    """A padded batch gives the unpadded pair's outputs exactly: the mask of section 3.2.3."""
+    from aiayn import trace
+
+    ex, model, pad = st.ex, st.model, st.model.config.pad_id
+    src, tgt_in = ex.src, ex.tgt_in  # (1, S), (1, T)
+    padded = torch.cat([src, torch.full((1, 2), pad)], dim=1)  # (1, S + 2)
+    with torch.no_grad():
+        alone = model(src, tgt_in)  # (1, T, V)
+        batch = model(padded, tgt_in)  # (1, T, V)
+        tr = trace(model, padded, tgt_in)
+    keep = (padded != pad)[0].numpy().astype(np.float64)  # (S + 2,)
+    words = [*ex.src_words, "·", "·"]
+    diff = float((alone - batch).abs().max())
+    w = _arr(tr.decoder[0]["cross_attn"]["weights"])[0, 0]  # (T, S + 2)
+    blocks = [
+        Mat(r"\text{keep}", keep, None, words, kind="prob"),
+        Mat(r"A_{D,1}^{\text{cross}}\ (\text{padded})", w, ex.tgt_in_words, words, kind="prob"),
+    ]
+    return blocks, diff
+
+
+def closing_section(st: Steps) -> Section:
+    """The differences not shown beside a step: N, dropout, padding, schedule, beam search."""
+    cfg = st.model.config
+    sec = Section("differences", st.t("diff.title"))
+    items = [[str(i), st.t(f"diff.item{i}")] for i in range(1, 8)]
+    sec.add(Para(st.t("diff.intro")), Table([st.t("diff.col0"), st.t("diff.col1")], items))
+    # 5. N = 6
+    n_here = st.model.num_parameters()
+    six = Transformer(dataclasses.replace(cfg, n_layers=6, n_dec_layers=None)).num_parameters()
+    sec.add(Para(st.t("diff.layers", n=cfg.n_layers, p=f"{n_here:,}", p6=f"{six:,}")))
+    # 6. dropout
+    N = cfg.n_layers
+    sec.add(Para(st.t("diff.dropout", here=2 + 5 * N, six=2 + 5 * 6)))
+    # 7. padding, schedule, beam search
+    blocks, diff = padding_demo(st)
+    sec.add(Para(st.t("diff.padding", pad=st.ex.vocab[cfg.pad_id])), *blocks)
+    sec.add(st.prover.check("differences", r"\text{padded batch} = \text{pair alone}", diff, 0.0))
+    steps = (1, 1000, 4000, 8000, 100000)
+    sec.add(
+        Para(st.t("diff.schedule")),
+        Formula(
+            r"\text{lrate} = d_{\text{model}}^{-0.5} \cdot \min\left(\text{step}^{-0.5},\ "
+            r"\text{step} \cdot \text{warmup}^{-1.5}\right)"
+        ),
+        Table(
+            ["step", f"d_model = {cfg.d_model}", "d_model = 512"],
+            [
+                [str(s), f"{noam_lr(s, cfg.d_model, 4000):.4e}", f"{noam_lr(s, 512, 4000):.4e}"]
+                for s in steps
+            ],
+        ),
+        Para(st.t("diff.beam")),
+    )
+    return sec

@@ -1,0 +1,342 @@
+"""The loss row by row, one backward pass, one optimizer step.  Sections 5.3 and 5.4.
+
+The backward pass is proved twice over: PyTorch's autograd and the NumPy twin's hand-written
+chain rule (``aiayn.reference``) must give the same gradient for every parameter; the
+optimizer step is computed by hand from Adam's formulas and compared with ``torch.optim``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from aiayn import reference as ref
+from aiayn.walkthrough.differences import noam_lr
+from aiayn.walkthrough.doc import Aside, Check, Formula, Group, Mat, Para, Section, Table
+
+if TYPE_CHECKING:
+    from aiayn.walkthrough.steps import Steps
+
+BETAS, ADAM_EPS = (0.9, 0.98), 1e-9  # 5.3
+
+
+def smoothed_loss(logits: Tensor, target: Tensor, eps: float, pad_id: int) -> Tensor:
+    """mean over non-pad t of -sum_v q_tv log p_tv, q = 1-eps on y_t, eps/(V-1) else.  5.4.
+
+    The convention of ``aiayn.reference`` and of the training loss, in float64 autograd.
+    Shapes: logits (B, T, V), target (B, T).
+    """
+    V = logits.size(-1)
+    logp = logits.log_softmax(dim=-1)  # (B, T, V)
+    q = torch.full_like(logp, eps / (V - 1)).scatter(-1, target[..., None], 1.0 - eps)
+    keep = target != pad_id  # (B, T)
+    return (-(q * logp).sum(dim=-1) * keep).sum() / keep.sum()
+
+
+def _losses(p: np.ndarray, y: list[int], eps: float) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of -log p(y_t) and of the smoothed loss, by hand."""
+    V = p.shape[1]
+    plain = np.array([-math.log(p[t, v]) for t, v in enumerate(y)])  # (T,)
+    q = np.full(p.shape, eps / (V - 1))  # (T, V)
+    q[np.arange(len(y)), y] = 1.0 - eps
+    return plain, -(q * np.log(p)).sum(axis=1)
+
+
+def loss_section(st: Steps) -> Section:
+    """The note's loss, L_t = -log p(y_t), and the paper's label-smoothed one, row by row."""
+    ex, cfg = st.ex, st.ex.cfg
+    p, logits = st.facts["p"], st.facts["logits"]  # (T, V)
+    y = [ex.vocab.index(w) for w in ex.tgt_out_words]
+    eps = cfg.label_smoothing
+    plain, smooth = _losses(p, y, eps)
+    best = p.argmax(axis=1)
+    rows = []
+    for t, w in enumerate(ex.tgt_in_words):
+        b = int(best[t])
+        rows.append(
+            [
+                str(t),
+                w,
+                ex.tgt_out_words[t],
+                f"{p[t, y[t]]:.3f}",
+                f"{plain[t]:.3f}",
+                f"{smooth[t]:.3f}",
+                ex.vocab[b],
+                f"{p[t, b]:.3f}",
+                f"{-math.log(p[t, b]):.3f}",
+            ]
+        )
+    note_mean = float(-np.log(p.max(axis=1)).mean())
+    rows.append(
+        [
+            "",
+            st.t("loss.mean"),
+            "",
+            "",
+            f"{plain.mean():.3f}",
+            f"{smooth.mean():.3f}",
+            "",
+            "",
+            f"{note_mean:.3f}",
+        ]
+    )
+    sec = Section("loss", st.t("loss.title"))
+    sec.add(
+        Formula(
+            r"\mathcal{L}_t = -\log p(y_t),\qquad \bar{\mathcal{L}} = \frac{1}{n_D}"
+            r"\sum_t \mathcal{L}_t"
+        ),
+        Formula(
+            r"\mathcal{L}_t^{\text{ls}} = -\sum_v q_{t,v} \log p_{t,v},\quad q_{t,v} = "
+            r"\begin{cases} 1 - \epsilon_{ls} & v = y_t \\ \epsilon_{ls} / (|V| - 1) & "
+            r"\text{otherwise} \end{cases}"
+        ),
+        Para(st.t("loss.text", eps=f"{eps:g}", v=len(ex.vocab))),
+        Table([st.t(f"loss.col{i}") for i in range(9)], rows),
+    )
+    target = ex.tgt_out  # (1, T)
+    model_logits = torch.from_numpy(logits)[None]  # (1, T, V)
+    torch_plain = torch.nn.functional.cross_entropy(model_logits[0], target[0])
+    twin, _ = ref.label_smoothed_forward(logits[None], target.numpy(), eps, st.model.config.pad_id)
+    sec.add(
+        st.prover.check(
+            "loss", r"\bar{\mathcal{L}} = \text{cross\_entropy}(L, y)", plain.mean(), torch_plain
+        ),
+        st.prover.check(
+            "loss", r"\bar{\mathcal{L}}^{\text{ls}} = \text{twin's loss}", smooth.mean(), twin
+        ),
+    )
+    differ = [t for t in range(len(y)) if best[t] != y[t]]
+    box = Aside(st.t("p.title"))
+    if differ:
+        t = differ[0]
+        box.blocks.append(
+            Para(
+                st.t(
+                    "p.text",
+                    note=f"{note_mean:.3f}",
+                    plain=f"{plain.mean():.3f}",
+                    t=t,
+                    w=ex.vocab[int(best[t])],
+                    y=ex.tgt_out_words[t],
+                )
+            )
+        )
+    else:
+        box.blocks.append(Para(st.t("p.same", note=f"{note_mean:.3f}")))
+    box.blocks.append(Para(st.t("p.why")))
+    sec.add(box)
+    st.facts.update(plain=plain, smooth=smooth, y=y)
+    return sec
+
+
+def _groups(name: str) -> list[tuple[str, str]]:
+    """A parameter's name -> [(display name, how to slice)] in the note's symbols."""
+    if name == "embedding":
+        return [("E", "all")]
+    leaf = name.rsplit(".", 1)[1]
+    if leaf == "w_qkv":
+        return [("W^Q", "q"), ("W^K", "k"), ("W^V", "v")]
+    return [
+        (
+            {
+                "w_o": "W^O",
+                "w_1": "W_1",
+                "b_1": "b_1",
+                "w_2": "W_2",
+                "b_2": "b_2",
+                "weight": r"\gamma",
+                "bias": r"\beta",
+            }[leaf],
+            "all",
+        )
+    ]
+
+
+def _part(g: np.ndarray, how: str, hk: int) -> np.ndarray:
+    if how == "all":
+        return g
+    lo = {"q": 0, "k": hk, "v": 2 * hk}[how]
+    return g[:, lo : lo + hk] if how != "v" else g[:, lo:]
+
+
+def _where(name: str, t: Any) -> str:
+    """'encoder.0.self_attn.w_qkv' -> 'Encoder layer 1, self-attention' (in the language)."""
+    if name == "embedding":
+        return t("grad.embedding")
+    parts = name.split(".")
+    stack, layer, what = parts[0], int(parts[1]) + 1, parts[2]
+    kind = what.rstrip("0123456789")
+    return t(f"grad.{stack}", l=layer) + t(f"grad.{kind}", i=what[len(kind) :])
+
+
+def backward_section(st: Steps) -> Section:
+    """Autograd's gradients and the twin's hand-written ones, shown and proved equal."""
+    ex, model, cfg = st.ex, st.model, st.ex.cfg
+    pad = model.config.pad_id
+    model.zero_grad()
+    loss = smoothed_loss(model(ex.src, ex.tgt_in), ex.tgt_out, cfg.label_smoothing, pad)
+    loss.backward()
+    params = ref.params_from_torch(model)
+    logits, cache = ref.forward(params, model.config, ex.src.numpy(), ex.tgt_in.numpy())
+    twin_loss, c_loss = ref.label_smoothed_forward(
+        logits, ex.tgt_out.numpy(), cfg.label_smoothing, pad
+    )
+    grads = ref.backward(ref.label_smoothed_backward(c_loss), cache)
+    sec = Section("backward", st.t("backward.title"))
+    d_logits = ref.label_smoothed_backward(c_loss)[0]  # (T, V)
+    sec.add(
+        Para(st.t("backward.text")),
+        Formula(
+            r"\frac{\partial \bar{\mathcal{L}}}{\partial L_t} = \frac{p_t - q_t}{n_D},\qquad "
+            r"\frac{\partial \bar{\mathcal{L}}}{\partial Z_D} = \frac{\partial \bar{\mathcal{L}}}"
+            r"{\partial L} E,\qquad \frac{\partial \bar{\mathcal{L}}}{\partial E} \mathrel{+}= "
+            r"\left(\frac{\partial \bar{\mathcal{L}}}{\partial L}\right)^{\!\top} Z_D"
+        ),
+        Formula(
+            r"dS = A \odot \left(dA - \operatorname{rowsum}(dA \odot A)\right),\qquad "
+            r"dx = \frac{d\hat{x} - \operatorname{mean}(d\hat{x}) - \hat{x} \odot "
+            r"\operatorname{mean}(d\hat{x} \odot \hat{x})}{\sqrt{\sigma^2 + \epsilon}}"
+        ),
+        Mat(r"\partial \bar{\mathcal{L}} / \partial L", d_logits, ex.tgt_in_words, ex.vocab),
+        st.prover.check(
+            "backward",
+            r"\bar{\mathcal{L}}^{\text{ls}}\ \text{(twin)} = "
+            r"\text{(PyTorch)}",
+            twin_loss,
+            loss,
+        ),
+        Para(st.t("backward.notation")),
+    )
+    hk = model.config.n_heads * model.config.head_dim
+    summary: list[list[str]] = []
+    modules: dict[str, list[tuple[str, Any]]] = {}
+    for name, param in model.named_parameters():
+        modules.setdefault(name.rsplit(".", 1)[0], []).append((name, param))
+    for module, members in modules.items():
+        here = _where(members[0][0], st.t)
+        mats, checks = [], []
+        for name, param in members:
+            g_auto = param.grad.detach().double().numpy()
+            for disp, how in _groups(name):
+                g = _part(g_auto, how, hk)
+                rows = ex.vocab if name == "embedding" else None
+                if g.ndim == 2 and rows is None:
+                    rows = [str(j) for j in range(g.shape[0])]
+                cols = [str(j) for j in range(g.shape[-1])]
+                mats.append(Mat(rf"\partial {disp}", g, rows, cols))
+                summary.append(
+                    [here, _plain(disp), "×".join(map(str, g.shape)), f"{np.linalg.norm(g):.4f}"]
+                )
+            tex_name = name.replace("_", r"\_")
+            checks.append(
+                st.prover.check(
+                    f"backward: {name}",
+                    rf"\partial\ \texttt{{{tex_name}}}:"
+                    r"\ \text{twin} = \text{autograd}",
+                    grads[name],
+                    g_auto,
+                    tol=1e-8,
+                )
+            )
+        sec.add(Para(st.t("grad.E") if module == "embedding" else here))
+        sec.add(mats[0] if len(mats) == 1 else Group(mats), *checks)
+    sec.add(Table([st.t(f"grad.col{i}") for i in range(4)], summary))
+    st.facts.update(
+        loss=float(loss.detach()), grads={n: p.grad.clone() for n, p in model.named_parameters()}
+    )
+    return sec
+
+
+def _plain(tex: str) -> str:
+    return tex.replace(r"\gamma", "γ").replace(r"\beta", "β")
+
+
+def update_section(st: Steps) -> Section:
+    """One step of Adam (5.3) or SGD, by hand and by torch.optim; the loss before and after."""
+    ex, model, cfg = st.ex, st.model, st.ex.cfg
+    d, pad = model.config.d_model, model.config.pad_id
+    lr = cfg.lr if cfg.lr is not None else noam_lr(cfg.lr_step, d, cfg.warmup)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    grads = {n: p.grad.detach().clone() for n, p in model.named_parameters()}
+    hand = {}
+    for n, theta in before.items():
+        g = grads[n]
+        if cfg.optimizer == "adam":
+            m = (1 - BETAS[0]) * g  # m_1 = beta1 m_0 + (1 - beta1) g, m_0 = 0
+            v = (1 - BETAS[1]) * g * g  # v_1 = beta2 v_0 + (1 - beta2) g^2
+            m_hat, v_hat = m / (1 - BETAS[0]), v / (1 - BETAS[1])  # bias correction, t = 1
+            hand[n] = theta - lr * m_hat / (v_hat.sqrt() + ADAM_EPS)
+        else:
+            hand[n] = theta - lr * g
+    if cfg.optimizer == "adam":
+        opt: torch.optim.Optimizer = torch.optim.Adam(
+            model.parameters(), lr=lr, betas=BETAS, eps=ADAM_EPS
+        )
+    else:
+        opt = torch.optim.SGD(model.parameters(), lr=lr)
+    opt.step()
+    sec = Section("update", st.t("update.title"))
+    lr1 = noam_lr(1, d, cfg.warmup)
+    which = (
+        st.t("update.lr_given") if cfg.lr is not None else st.t("update.lr_step", step=cfg.lr_step)
+    )
+    sec.add(
+        Para(
+            st.t(
+                f"update.{cfg.optimizer}",
+                lr=f"{lr:.4g}",
+                lr1=f"{lr1:.3g}",
+                which=which,
+                warmup=cfg.warmup,
+            )
+        )
+    )
+    if cfg.optimizer == "adam":
+        sec.add(
+            Formula(
+                r"m_1 = (1 - \beta_1) g,\quad v_1 = (1 - \beta_2) g^2,\quad \hat{m} = "
+                r"\frac{m_1}{1 - \beta_1} = g,\quad \hat{v} = \frac{v_1}{1 - \beta_2} = g^2,"
+                r"\quad \theta \leftarrow \theta - \text{lr} \frac{\hat{m}}{\sqrt{\hat{v}}"
+                r" + \epsilon} \approx \theta - \text{lr}\, \operatorname{sign}(g)"
+            )
+        )
+    else:
+        sec.add(Formula(r"\theta \leftarrow \theta - \text{lr}\, g"))
+    worst = 0.0
+    for n, p in model.named_parameters():
+        c = st.prover.check(f"update: {n}", n, hand[n], p.detach(), tol=1e-12)
+        worst = max(worst, c.diff)
+    sec.add(
+        Check(r"\theta_{\text{new}} = \text{torch.optim}\ (\text{every parameter})", worst, 1e-12)
+    )
+    delta = (model.embedding.detach() - before["embedding"]).numpy()
+    sec.add(Mat(r"\Delta E", delta, ex.vocab, [str(j) for j in range(d)]))
+    with torch.no_grad():
+        logits = model(ex.src, ex.tgt_in)  # (1, T, V)
+        after = float(smoothed_loss(logits, ex.tgt_out, cfg.label_smoothing, pad))
+        p_after = logits.softmax(-1)[0].numpy()  # (T, V)
+    y, p_before = st.facts["y"], st.facts["p"]
+    plain_after = float(-np.log(p_after[np.arange(len(y)), y]).mean())
+    rows = [
+        [str(t), ex.tgt_out_words[t], f"{p_before[t, v]:.4f}", f"{p_after[t, v]:.4f}"]
+        for t, v in enumerate(y)
+    ]
+    sec.add(Table([st.t(f"update.col{i}") for i in range(4)], rows))
+    sec.add(
+        Para(
+            st.t(
+                "update.result",
+                before=f"{st.facts['loss']:.4f}",
+                after=f"{after:.4f}",
+                pb=f"{st.facts['plain'].mean():.4f}",
+                pa=f"{plain_after:.4f}",
+            )
+        )
+    )
+    st.facts.update(loss_after=after)
+    return sec
