@@ -30,9 +30,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 
-from aiayn.data.batch import PAD, collate
+from aiayn.data.batch import collate
 from aiayn.model import Transformer
 
 PAPER_BLEU_LABEL = (
@@ -129,14 +128,10 @@ def perplexity(
         widest = max(len(pairs[order[start]][0]), len(pairs[order[start]][1])) + 1
         size = max(1, max_tokens // widest)
         batch = collate([pairs[i] for i in order[start : start + size]]).to(device)
-        logits = model(batch.src, batch.tgt_in)  # (B, T, V)
-        nll += F.cross_entropy(
-            logits.flatten(0, 1).float(),  # (B T, V)
-            batch.tgt_out.flatten(),  # (B T,)
-            ignore_index=PAD,
-            reduction="sum",
-        ).item()
-        count += batch.n_tgt_tokens
+        # The output layer in chunks (aiayn.output_loss): the (B, T, V) logits never exist.
+        _, batch_nll, n = model(batch.src, batch.tgt_in, target=batch.tgt_out)
+        nll += float(batch_nll)
+        count += int(n)
         start += size
     return Perplexity(nll, count)
 

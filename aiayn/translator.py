@@ -187,11 +187,13 @@ def load_translator(
     config: DecodeConfig | None = None,
     tokenizer: Any = None,
     device: str | torch.device | None = None,
+    fallback_tokenizer: Any = None,
     **kw: Any,
 ) -> Translator:
     """A Translator from a checkpoint (file, checkpoint dir or run dir).  Section 6.1.
 
-    ``tokenizer`` (a Tokenizer or a path) overrides the one in the checkpoint's metadata. A
+    ``tokenizer`` (a Tokenizer or a path) overrides the one in the checkpoint's metadata;
+    ``fallback_tokenizer`` (e.g. the prepared data's) is used when the checkpoint has none. A
     checkpoint whose weights do not fit its config, or a tokenizer of another vocabulary, is a
     UserError with one clear message.
     """
@@ -201,6 +203,8 @@ def load_translator(
     model, meta = load_checked(path, device or default_device())
     if isinstance(tokenizer, str | Path):
         tokenizer = load_tokenizer(tokenizer)
+    if tokenizer is None and TOKENIZER_KEY not in meta:
+        tokenizer = fallback_tokenizer
     if tokenizer is None:
         if TOKENIZER_KEY not in meta:
             raise UserError(f"{path}: the checkpoint holds no tokenizer; give one with --tokenizer")

@@ -152,8 +152,13 @@ def test_cli_evaluate_src_ref(tmp_path, ckpt, capsys) -> None:
 
 def test_cli_evaluate_data_dir(tmp_path, ckpt, capsys, monkeypatch) -> None:
     import aiayn.data
+    from aiayn.checkpoint import load_state
+
+    state, config, meta = load_state(ckpt)
 
     class Prepared:
+        tokenizer = Tokenizer.from_str(meta["tokenizer"])
+
         def texts(self, split: str) -> tuple[list[str], list[str]]:
             assert split == "valid"
             return SRC, REF
@@ -162,6 +167,12 @@ def test_cli_evaluate_data_dir(tmp_path, ckpt, capsys, monkeypatch) -> None:
     argv = ["evaluate", "--checkpoint", str(ckpt), "--data", str(tmp_path), "--split", "valid"]
     assert main([*argv, "--max-len-b", "2", "--limit", "2"]) == 0
     assert "2 sentences" in capsys.readouterr().out
+    # A checkpoint without a tokenizer uses the prepared data's.
+    bare = tmp_path / "bare.safetensors"
+    save_model(bare, state, config)
+    argv = ["evaluate", "--checkpoint", str(bare), "--data", str(tmp_path), "--split", "valid"]
+    assert main([*argv, "--max-len-b", "2", "--limit", "1"]) == 0
+    assert "1 sentences" in capsys.readouterr().out
 
 
 def test_cli_evaluate_errors(tmp_path, ckpt, capsys) -> None:

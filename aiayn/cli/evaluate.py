@@ -44,8 +44,9 @@ def _read(path: str) -> list[str]:
     return list(read_lines(parts[:-1] if parts[-1] == b"" else parts, path))
 
 
-def load_test_set(args: argparse.Namespace) -> tuple[list[str], list[str]]:
-    """(sources, references) from --data/--split or --src/--ref."""
+def load_test_set(args: argparse.Namespace) -> tuple[list[str], list[str], Any]:
+    """(sources, references, the prepared data's tokenizer or None) from --data or --src/--ref."""
+    tokenizer = None
     if args.data is not None:
         if args.src is not None or args.ref is not None:
             raise UserError("give either --data or --src and --ref, not both")
@@ -54,7 +55,9 @@ def load_test_set(args: argparse.Namespace) -> tuple[list[str], list[str]]:
         load_prepared = getattr(aiayn.data, "load_prepared", None)
         if load_prepared is None:
             raise UserError("--data needs aiayn.data.load_prepared, missing here; use --src/--ref")
-        sources, references = load_prepared(args.data).texts(args.split)
+        prepared = load_prepared(args.data)
+        tokenizer = getattr(prepared, "tokenizer", None)
+        sources, references = prepared.texts(args.split)
         sources, references = list(sources), list(references)
     elif args.src is not None and args.ref is not None:
         sources, references = _read(args.src), _read(args.ref)
@@ -68,7 +71,7 @@ def load_test_set(args: argparse.Namespace) -> tuple[list[str], list[str]]:
         sources, references = sources[: args.limit], references[: args.limit]
     if not sources:
         raise UserError("the test set is empty")
-    return sources, references
+    return sources, references, tokenizer
 
 
 def format_report(report: dict[str, Any]) -> str:
@@ -109,8 +112,8 @@ def run(args: argparse.Namespace) -> int:
     from aiayn.evaluate import evaluate
     from aiayn.translator import resolve_checkpoint
 
-    sources, references = load_test_set(args)
-    translator = translator_from_args(args)
+    sources, references, data_tokenizer = load_test_set(args)
+    translator = translator_from_args(args, fallback_tokenizer=data_tokenizer)
     report = evaluate(translator, sources, references)
     hyps = report.pop("hypotheses")
     report["checkpoint"] = str(resolve_checkpoint(args.checkpoint))

@@ -74,7 +74,7 @@ def add_translator_args(parser: argparse.ArgumentParser) -> None:
     add_config_args(parser, DecodeConfig)
 
 
-def translator_from_args(args: argparse.Namespace) -> Any:
+def translator_from_args(args: argparse.Namespace, fallback_tokenizer: Any = None) -> Any:
     """Load the checkpoint and its tokenizer with the decode settings of the flags."""
     import torch
 
@@ -98,6 +98,7 @@ def translator_from_args(args: argparse.Namespace) -> Any:
         max_tokens=args.max_tokens,
         max_sentences=args.max_sentences,
         cached=not args.no_cache,
+        fallback_tokenizer=fallback_tokenizer,
     )
 
 
