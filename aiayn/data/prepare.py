@@ -333,7 +333,9 @@ def prepare(corpus: Corpus, out: str | Path, opts: PrepareOptions) -> dict[str, 
             "tokenizer": tok.settings(),
             "ids_dtype": ids_dtype(tok.vocab_size).name,
             "splits": splits,
-            "dropped": {**source_drops, **dict(sorted(drops.items()))},
+            "dropped": {
+                k: v for k, v in {**source_drops, **dict(sorted(drops.items()))}.items() if v
+            },
             "replaced_invalid_utf8_lines": replaced,
             "seconds": round(time.perf_counter() - started, 1),
         }
