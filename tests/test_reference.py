@@ -132,6 +132,31 @@ def test_multi_head_block(model: Transformer, kind: str) -> None:
         assert dm is None
 
 
+def test_encoder_and_decoder_layers_with_residuals(model: Transformer) -> None:
+    D = model.config.d_model
+    p = ref.params_from_torch(model)
+    x = torch.randn(2, 5, D, dtype=torch.float64, requires_grad=True)  # (B, S, D)
+    y = torch.randn(2, 4, D, dtype=torch.float64, requires_grad=True)  # (B, T, D)
+    keep = torch.from_numpy(SRC != 0)[:, None, None, :]  # (B, 1, 1, S)
+    z_enc = model.encoder[1](x, keep)
+    z_dec = model.decoder[1](y, z_enc, keep)
+    g = torch.randn_like(z_dec)
+    (z_dec * g).sum().backward()
+    enc, c_enc = ref.model.encoder_layer_forward(p, 1, model.config, _np(x), keep.numpy())
+    dec, c_dec = ref.model.decoder_layer_forward(p, 1, model.config, _np(y), enc, keep.numpy())
+    _close(enc, _np(z_enc), FWD)
+    _close(dec, _np(z_dec), FWD)
+    grads: dict[str, np.ndarray] = {}
+    dy, dmem = ref.model.decoder_layer_backward(_np(g), c_dec, grads)
+    dx = ref.model.encoder_layer_backward(dmem, c_enc, grads)
+    _close(dy, _np(y.grad), GRAD)
+    _close(dx, _np(x.grad), GRAD)
+    params = dict(model.named_parameters())
+    assert len(grads) == 24  # 10 tensors in the encoder layer, 14 in the decoder layer
+    for name, g_twin in grads.items():
+        _close(g_twin, _np(params[name].grad), GRAD)
+
+
 def test_layer_norm_and_ffn_blocks(model: Transformer) -> None:
     layer = model.decoder[0]
     x = torch.randn(2, 3, model.config.d_model, dtype=torch.float64, requires_grad=True)

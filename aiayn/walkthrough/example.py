@@ -50,8 +50,10 @@ class WalkthroughConfig:
     n_layers: int = 1  # the note shows one layer; the paper stacks N = 6 (3.1)
     seed: int = 0  # the random initialisation
     label_smoothing: float = 0.1  # 5.4: eps_ls
-    optimizer: Literal["adam", "sgd"] = "adam"  # 5.3: Adam(0.9, 0.98, 1e-9); sgd for contrast
+    # EXTENSION: optimizer="sgd" shows a plain gradient step instead (off by default).
+    optimizer: Literal["adam", "sgd"] = "adam"  # 5.3: Adam(0.9, 0.98, 1e-9)
     lr: float | None = None  # None: Eq. (3) at step lr_step
+    # DEVIATION(5.3): the step shown uses the rate of step lr_step (the peak), not of step 1.
     lr_step: int = 4000  # the step whose Eq. (3) rate is used: 4000 = warmup, the peak
     warmup: int = 4000  # 5.3: warmup_steps
     decimals: int = 3  # how many decimals the matrices show

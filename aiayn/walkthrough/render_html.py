@@ -125,7 +125,8 @@ def matrix(m: Mat, decimals: int) -> str:
         cells = []
         for j in range(c):
             bg, fg = colour(v[i, j], m.kind, scale)
-            cells.append(f'<td style="background:{bg};color:{fg}">{number(v[i, j], decimals)}</td>')
+            text = "0" if m.kind == "mask" and v[i, j] == 0 else number(v[i, j], decimals)
+            cells.append(f'<td style="background:{bg};color:{fg}">{text}</td>')
         label = f"<th>{html.escape(rows[i])}</th>" if rows else ""
         out.append("<tr>" + label + "".join(cells) + "</tr>")
     out.append("</table></figure>")

@@ -265,7 +265,7 @@ def matrix_lines(m: Mat, decimals: int) -> list[str]:
     v = m.values
     r, c = v.shape
     shape = f"({r}×{c})" if r > 1 else f"({c})"
-    cells = [[number(x, decimals) for x in row] for row in v]
+    cells = [[number(x, decimals) if m.kind != "mask" or x else "0" for x in row] for row in v]
     cols = m.cols if m.cols is not None and len(m.cols) == c else None
     w = max([width(x) for row in cells for x in row] + [width(x) for x in (cols or [])])
     rows = m.rows if m.rows is not None and len(m.rows) == r else None

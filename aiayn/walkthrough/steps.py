@@ -321,6 +321,7 @@ class Steps:
             if li == 0:
                 s2.add(differences.scale_aside(self, x, layer.self_attn, rows))
                 s2.add(differences.wo_aside(self, x, concat, m, rows))
+            m = arr(rec["M_E"])[0]  # each step starts from the model's own previous values
             s3 = Section(self._id(3, li), self._title(3, li, n))
             s3.add(
                 Formula(
@@ -334,7 +335,7 @@ class Steps:
                 ),
                 Para(self.t("s3.text", eps=f"{self.eps:g}")),
             )
-            h = self.add_norm(
+            self.add_norm(
                 s3,
                 f"step 3 (layer {li + 1})",
                 layer.norm1,
@@ -355,6 +356,7 @@ class Steps:
                     r"d_{ff}},\ W_2 \in \mathbb{R}^{d_{ff} \times d_{\text{model}}}"
                 )
             )
+            h = arr(rec["H_E"])[0]  # (S, D)
             f = self.ffn(
                 s4,
                 f"step 4 (layer {li + 1})",
@@ -366,6 +368,7 @@ class Steps:
                 "H_E^{(1)}",
                 "F_E",
             )
+            f = arr(rec["F_E"])[0]  # (S, D)
             s5 = Section(self._id(5, li), self._title(5, li, n))
             s5.add(
                 Formula(
@@ -434,6 +437,7 @@ class Steps:
                 rows,
                 ("R_D", r"X_D + M_D^{\text{self}}", "H_D"),
             )
+            h = arr(rec["H_D"])[0]  # (T, D): the model's own H_D feeds step 9
             s9 = Section(self._id(9, li), self._title(9, li, n))
             s9.add(
                 Formula(
@@ -461,6 +465,7 @@ class Steps:
                 False,
                 names,
             )
+            m_cross = arr(rec["M_D_cross"])[0]  # (T, D)
             self.facts.setdefault("cross", cross)
             s10 = Section(self._id(10, li), self._title(10, li, n))
             s10.add(
@@ -478,6 +483,7 @@ class Steps:
                 rows,
                 ("R_D^{(2)}", r"H_D + M_D^{\text{cross}}", "H_D^{(2)}"),
             )
+            h2 = arr(rec["H_D_cross"])[0]  # (T, D)
             s11 = Section(self._id(11, li), self._title(11, li, n))
             s11.add(Formula(r"F_D = \operatorname{ReLU}(H_D^{(2)} W_1 + b_1)\, W_2 + b_2"))
             f = self.ffn(
@@ -491,6 +497,7 @@ class Steps:
                 "H_D^{(2)}",
                 "F_D",
             )
+            f = arr(rec["F_D"])[0]  # (T, D)
             s12 = Section(self._id(12, li), self._title(12, li, n))
             s12.add(
                 Formula(
