@@ -174,3 +174,14 @@ def test_cli_writes_html_and_rejects_bad_flags(tmp_path, capsys: pytest.CaptureF
     assert main(["walkthrough", "--d-model", "5"]) == 2
     assert "d_model" in capsys.readouterr().err
     assert main(["walkthrough", "--source", "<s> hello"]) == 2
+
+
+def test_cli_reports_a_failed_proof(monkeypatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import aiayn.walkthrough as wt
+
+    def broken(cfg: WalkthroughConfig):
+        raise ProofError("step 2 (layer 1), head 1: Q_1 = X W_Q1: differs by 1e-3")
+
+    monkeypatch.setattr(wt, "build", broken)
+    assert main(["walkthrough"]) == 1
+    assert "step 2" in capsys.readouterr().err

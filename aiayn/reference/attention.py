@@ -63,9 +63,9 @@ def attention_forward(
 
 
 def attention_backward(d_out: Array, cache: Cache) -> tuple[Array, Array, Array]:
-    """dV = A^T dO, dA = dO V^T, dS = softmax'(dA), dQ = dS K / sqrt(d_k), dK = dS^T Q / sqrt(d_k).
+    """dQ = dS K / sqrt(d_k), dK = dS^T Q / sqrt(d_k), dV = A^T dO.  Section 3.2.1, Eq. (1).
 
-    Section 3.2.1. From O = A V: dA = dO V^T and dV = A^T dO. From S = Q K^T c with
+    From O = A V: dA = dO V^T and dV = A^T dO; then dS = softmax'(dA). From S = Q K^T c with
     c = 1 / sqrt(d_k): dQ = c dS K and dK = c dS^T Q. Masked entries have dS = 0.
 
     Shapes: d_out (B, H, Lq, K) -> dq (B, H, Lq, K), dk (B, H, Lk, K), dv (B, H, Lk, K).
@@ -122,11 +122,11 @@ def mha_forward(
 
 
 def mha_backward(d_out: Array, cache: Cache) -> tuple[Array, Array | None, Array, Array]:
-    """dW^O = Concat^T dY, dConcat = dY W^O^T, then each head's attention backward, then dW, dx.
+    """dW^O = Concat^T dY; each head's attention backward; dW = x^T dP, dx = dP W^T.  3.2.2.
 
-    Section 3.2.2. With P = x W (one of the projections): dW = sum_b x_b^T dP_b and
-    dx = dP W^T. For self-attention Q, K and V all come from x, so their three dx add up; for
-    cross-attention dx comes from Q only and dmemory from K and V.
+    dConcat = dY W^O^T is split into the heads' dO. With P = x W (one of the projections):
+    dW = sum_b x_b^T dP_b and dx = dP W^T. For self-attention Q, K and V all come from x, so
+    their three dx add up; for cross-attention dx comes from Q only and dmemory from K and V.
 
     Shapes: d_out (B, Lq, D) -> dx (B, Lq, D), dmemory (B, Lk, D) or None, dw_qkv, dw_o.
     """

@@ -43,9 +43,9 @@ def embed_forward(ids: Array, emb: Array) -> tuple[Array, Cache]:
 
 
 def embed_backward(d_x: Array, cache: Cache) -> Array:
-    """dE[v] = sqrt(d_model) * sum over positions (b, t) with ids[b, t] = v of dX[b, t].
+    """dE[v] = sqrt(d_model) * sum of dX[b, t] over the positions with ids[b, t] = v.  3.4, 3.5.
 
-    Sections 3.4, 3.5. PE is a constant and receives nothing; a row of E that several positions
+    PE is a constant and receives nothing; a row of E that several positions
     look up collects the sum of their gradients (a scatter-add); rows never looked up get 0.
 
     Shapes: d_x (B, L, D) -> dE (V, D).
@@ -70,9 +70,9 @@ def layer_norm_forward(x: Array, gamma: Array, beta: Array, eps: float) -> tuple
 
 
 def layer_norm_backward(d_y: Array, cache: Cache) -> tuple[Array, Array, Array]:
-    """dx = (dxh - mean(dxh) - xh * mean(dxh * xh)) / sqrt(sigma^2 + eps), dxh = dy * gamma.
+    """dx = (dxh - mean(dxh) - xh * mean(dxh * xh)) / sqrt(sigma^2 + eps).  Section 3.1.
 
-    Section 3.1. dgamma = sum over rows of dy * xh, dbeta = sum over rows of dy. For one row,
+    dxh = dy * gamma; dgamma = sum over rows of dy * xh, dbeta = sum over rows of dy. For one row,
     xh = (x - mu) s with s = (sigma^2 + eps)^(-1/2); d mu / dx_j = 1/D and
     d sigma^2 / dx_j = 2 (x_j - mu) / D give dxh_i/dx_j = s (delta_ij - 1/D - xh_i xh_j / D),
     hence dx_j = s (dxh_j - mean_i dxh_i - xh_j mean_i dxh_i xh_i). eps is a constant, not a
@@ -102,10 +102,10 @@ def ffn_forward(x: Array, w_1: Array, b_1: Array, w_2: Array, b_2: Array) -> tup
 
 
 def ffn_backward(d_y: Array, cache: Cache) -> tuple[Array, Array, Array, Array, Array]:
-    """dW_2 = h^T dy, db_2 = sum dy, dh = dy W_2^T [pre > 0], dW_1 = x^T dh, db_1 = sum dh.
+    """dh = dy W_2^T [pre > 0], dW_1 = x^T dh, dW_2 = h^T dy, dx = dh W_1^T.  Section 3.3.
 
-    Section 3.3. dx = dh W_1^T. ReLU passes the gradient where its input was positive and
-    blocks it elsewhere (at exactly 0 it blocks, as PyTorch does).
+    db_2 = sum of dy over the rows, db_1 = sum of dh. ReLU passes the gradient where its input
+    was positive and blocks it elsewhere (at exactly 0 it blocks, as PyTorch does).
 
     Shapes: d_y (..., D) -> dx (..., D), dw_1 (D, F), db_1 (F,), dw_2 (F, D), db_2 (D,).
     """
@@ -138,11 +138,12 @@ def output_backward(d_logits: Array, z: Array, emb: Array) -> tuple[Array, Array
 def label_smoothed_forward(
     logits: Array, target: Array, eps: float, pad_id: int
 ) -> tuple[float, Cache]:
-    """loss = mean over non-pad t of -sum_v q_tv log p_tv, q = 1-eps on y_t, eps/(V-1) elsewhere.
+    """loss = mean over non-pad t of -sum_v q_tv log p_tv (label smoothing).  Section 5.4.
 
-    Section 5.4 (eps_ls = 0.1 in the paper). p = softmax(logits) row by row. With eps = 0 this
-    is the plain cross-entropy -log p(y_t), p(y_t) the probability of the correct token.
-    Padding positions (target == pad_id) do not count. The training loop uses this convention.
+    q_t puts 1 - eps on y_t and eps / (V - 1) on every other token (eps_ls = 0.1 in the paper);
+    p = softmax(logits) row by row. With eps = 0 this is the plain cross-entropy -log p(y_t),
+    p(y_t) the probability of the correct token. Padding positions (target == pad_id) do not
+    count. The training loop uses this convention.
 
     Shapes: logits (B, T, V), target (B, T) int -> a float and a cache.
     """

@@ -149,7 +149,7 @@ def encoder_layer_backward(d_z: Array, cache: Cache, grads: Params) -> Array:
 def decoder_layer_forward(
     p: Params, i: int, cfg: ModelConfig, y: Array, memory: Array, src_keep: Array
 ) -> tuple[Array, Cache]:
-    """H = LN(Y + MaskedMultiHead(Y)); H' = LN(H + MultiHead(H, Z_E, Z_E)); Z = LN(H' + FFN(H')).
+    """H = LN(Y + MaskedMultiHead(Y)), H2 = LN(H + MultiHead(H, Z_E, Z_E)), Z = LN(H2 + FFN(H2)).
 
     Sections 3.1 and 3.2.3: the causal mask lets position i see positions j <= i only.
     Shapes: y (B, T, D), memory (B, S, D), src_keep (B, 1, 1, S) -> (B, T, D).

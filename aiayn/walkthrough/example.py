@@ -136,8 +136,9 @@ class Example:
             pad_id=0,  # <s>: see the module docstring
             fused_attention=False,
         )
-        torch.manual_seed(cfg.seed)
-        model = float64(Transformer(model_cfg)).eval()
+        with torch.random.fork_rng(devices=[]):  # the caller's random state is left alone
+            torch.manual_seed(cfg.seed)
+            model = float64(Transformer(model_cfg)).eval()
         return cls(cfg, vocab, [*src, EOS], [BOS, *tgt], [*tgt, EOS], model)
 
     def ids(self, ws: list[str]) -> torch.Tensor:

@@ -75,6 +75,8 @@ def tex(tex_src: str, display: bool = False) -> str:
     """LaTeX -> MathML (the page needs no script to show it)."""
     from latex2mathml.converter import convert
 
+    tex_src = tex_src.replace(r"\begin{pmatrix}", r"\left(\begin{matrix}")  # stretchy fences
+    tex_src = tex_src.replace(r"\end{pmatrix}", r"\end{matrix}\right)")
     return convert(tex_src, display="block" if display else "inline")
 
 

@@ -163,6 +163,10 @@ def _sequence(s: str, i: int) -> tuple[str, int]:
             if name == "begin":
                 text, i = _environment(s, i)
                 out.append(text)
+            elif name in ("text", "texttt"):  # verbatim: an underscore there is a letter
+                end = s.index("}", i)
+                out.append(s[s.index("{", i) + 1 : end].replace("-", "\x01"))  # a hyphen
+                i = end + 1
             elif name in _WRAPPERS:
                 text, i = _argument(s, i)
                 out.append(text)
@@ -199,7 +203,7 @@ def tex_to_text(tex: str) -> str:
     >>> tex_to_text(r"W_{Q_1}, \\sigma^2, H_E^{(1)}")
     'W_Q1, σ², H_E^(1)'
     """
-    text = re.sub(r" {2,}", " ", _sequence(tex, 0)[0].replace("-", "−"))
+    text = re.sub(r" {2,}", " ", _sequence(tex, 0)[0].replace("-", "−").replace("\x01", "-"))
     text = re.sub(r" ?\x00 ?", "  ", text)
     return re.sub(r"([(\[]) | ([)\],])", r"\1\2", text).strip()
 

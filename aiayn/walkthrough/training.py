@@ -104,7 +104,7 @@ def loss_section(st: Steps) -> Section:
     twin, _ = ref.label_smoothed_forward(logits[None], target.numpy(), eps, st.model.config.pad_id)
     sec.add(
         st.prover.check(
-            "loss", r"\bar{\mathcal{L}} = \text{cross\_entropy}(L, y)", plain.mean(), torch_plain
+            "loss", r"\bar{\mathcal{L}} = \text{cross-entropy}(L, y)", plain.mean(), torch_plain
         ),
         st.prover.check(
             "loss", r"\bar{\mathcal{L}}^{\text{ls}} = \text{twin's loss}", smooth.mean(), twin
@@ -232,11 +232,10 @@ def backward_section(st: Steps) -> Section:
                 summary.append(
                     [here, _plain(disp), "×".join(map(str, g.shape)), f"{np.linalg.norm(g):.4f}"]
                 )
-            tex_name = name.replace("_", r"\_")
             checks.append(
                 st.prover.check(
                     f"backward: {name}",
-                    rf"\partial\ \texttt{{{tex_name}}}:"
+                    rf"\partial\ \texttt{{{name}}}:"
                     r"\ \text{twin} = \text{autograd}",
                     grads[name],
                     g_auto,
