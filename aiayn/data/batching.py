@@ -175,6 +175,8 @@ def token_batches(
     if shuffle:
         batches = [batches[i] for i in rng.permutation(len(batches))]
     if world_size > 1:
+        # DEVIATION(5.1): the paper does not say; equal counts keep ranks in step, and the few
+        # batches left over differ from epoch to epoch, so no pair is left out for good.
         per_rank = len(batches) // world_size
         batches = batches[rank::world_size][:per_rank]
     return batches

@@ -269,6 +269,8 @@ def _encode_split(
             sx, sy = tok.encode_batch(xs), tok.encode_batch(ys)
             keep = []
             for i, (a, b) in enumerate(zip(sx, sy, strict=True)):
+                # DEVIATION(5.1): the paper does not say how its pairs were cleaned; training
+                # pairs over max_len tokens or with an extreme length ratio are dropped.
                 if name == "train":
                     if max(len(a), len(b)) > opts.max_len:
                         drops["over_max_len"] += 1
