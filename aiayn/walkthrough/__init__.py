@@ -21,7 +21,7 @@ import math
 import torch
 
 from aiayn.model import Trace, trace
-from aiayn.walkthrough import differences, positions, training
+from aiayn.walkthrough import differences, layers, positions, training
 from aiayn.walkthrough.doc import Document, Mat, Para, ProofError, Prover, Section, Table
 from aiayn.walkthrough.example import Example, WalkthroughConfig
 from aiayn.walkthrough.steps import Steps
@@ -95,8 +95,8 @@ def prove(ex: Example, tr: Trace) -> Document:
     t = texts(ex.cfg.lang)
     prover = Prover()
     st = Steps(ex, tr, prover, t)
-    sections = [_intro(st), st.embedding(1, "src"), *st.encoder(), st.embedding(6, "tgt")]
-    sections += [*st.decoder(), *st.output(), training.loss_section(st)]
+    sections = [_intro(st), st.embedding(1, "src"), *layers.encoder(st), st.embedding(6, "tgt")]
+    sections += [*layers.decoder(st), *st.output(), training.loss_section(st)]
     closing = differences.closing_section(st)  # before the update changes the weights
     pos = positions.section(st)
     sections += [training.backward_section(st), training.update_section(st), pos, closing]
