@@ -179,7 +179,7 @@ TEXT: dict[str, str] = {
         "smooths the labels with ε_ls = {eps} (5.4), giving the correct word 1 − ε_ls and sharing "
         "ε_ls among the other |V| − 1 words, which “hurts perplexity, as the model learns to be "
         "more unsure, but improves accuracy and BLEU score”. Padding positions would not count: "
-        "the mean runs over the real target tokens (here all {v} columns are real words)."
+        "the mean runs over the real target tokens (here all {n} rows are real tokens)."
     ),
     "loss.mean": "mean",
     "loss.col0": "t",

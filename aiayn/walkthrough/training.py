@@ -95,7 +95,7 @@ def loss_section(st: Steps) -> Section:
             r"\begin{cases} 1 - \epsilon_{ls} & v = y_t \\ \epsilon_{ls} / (|V| - 1) & "
             r"\text{otherwise} \end{cases}"
         ),
-        Para(st.t("loss.text", eps=f"{eps:g}", v=len(ex.vocab))),
+        Para(st.t("loss.text", eps=f"{eps:g}", n=len(y))),
         Table([st.t(f"loss.col{i}") for i in range(9)], rows),
     )
     target = ex.tgt_out  # (1, T)
