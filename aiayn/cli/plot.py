@@ -1,0 +1,27 @@
+"""Draw a run's training curves as PNG: loss, perplexity, learning rate, BLEU (if logged).
+
+  aiayn plot RUN [--out DIR]
+
+Reads RUN/metrics.jsonl (written by aiayn train) and writes loss.png, perplexity.png, lr.png
+and bleu.png into DIR (default RUN/plots).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run", metavar="RUN", help="a run directory of aiayn train")
+    parser.add_argument("--out", metavar="DIR", default=None, help="default RUN/plots")
+
+
+def run(args: argparse.Namespace) -> int:
+    from aiayn.train.metrics import plot_metrics
+
+    written = plot_metrics(args.run, args.out)
+    if not written:
+        print(f"{args.run}: no train or valid events to plot yet")
+    for path in written:
+        print(path)
+    return 0

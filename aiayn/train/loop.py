@@ -1,0 +1,203 @@
+"""The training loop.  Sections 5.1-5.4.
+
+One step = ``update_freq`` token-budget batches on each of W processes. The label-smoothed loss
+of every batch is summed and divided by the target tokens of the whole step on all processes,
+so the step follows the gradient of the per-token loss over all W * update_freq batches (5.1:
+"approximately 25000 source tokens and 25000 target tokens" a step), whatever W and
+update_freq are. Then Adam at the rate of Eq. (3) (5.3). ``train`` reads top to bottom;
+``session`` holds what surrounds it (run directory, clocks, signals, devices).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from aiayn.config import ModelConfig, TrainConfig
+from aiayn.data import Batch, Split, batch_from_indices, token_batches
+from aiayn.model import Transformer
+from aiayn.train.checkpointing import Progress
+from aiayn.train.distributed import World, all_reduce_sum, setup
+from aiayn.train.loss import label_smoothed_loss, token_accuracy
+from aiayn.train.metrics import perplexity
+from aiayn.train.schedule import make_optimizer, noam_lr, set_lr
+from aiayn.train.session import (
+    BatchStream,
+    Runtime,
+    Session,
+    TrainData,
+    gradient_norm,
+    seed_everything,
+    stop_on_signals,
+    wrap,
+)
+
+Autocast = Callable[[], contextlib.AbstractContextManager]
+VALID_CHUNK = 4096  # target tokens whose (C, V) logits validation holds at once
+
+
+@dataclass
+class TrainResult:
+    progress: Progress
+    stop_reason: str
+    checkpoint: Path
+    valid: dict[str, float] | None
+
+
+def train(
+    model_cfg: ModelConfig,
+    cfg: TrainConfig,
+    data: TrainData,
+    run_dir: str | Path,
+    *,
+    resume: bool = False,
+    runtime: Runtime | None = None,
+    on_event: Callable[[dict[str, Any]], None] | None = None,
+) -> TrainResult:
+    """Train a Transformer (or resume RUN's latest checkpoint) until a stopping criterion.
+
+    Stops at max_steps, max_epochs, max_minutes or SIGINT/SIGTERM, then validates and writes a
+    checkpoint; raises TrainingDiverged after max_bad_steps non-finite steps in a row.
+    """
+    runtime = runtime or Runtime()
+    world = setup(runtime.device)
+    seed_everything(cfg.seed)  # the same initial weights on every rank
+    model = Transformer(model_cfg).to(world.device)
+    optimizer = make_optimizer(model.parameters(), cfg)  # 5.3: Adam(0.9, 0.98, 1e-9)
+    session = Session(run_dir, world, model, optimizer, cfg, data, on_event)
+    progress = session.start(model_cfg, resume)  # config.json, or the checkpoint's state
+    stream = BatchStream(
+        data.train, cfg.max_tokens, cfg.seed, world, progress.epoch, progress.batch_index
+    )
+    net, autocast = wrap(model, world, runtime)  # DDP, torch.compile, bf16 where they apply
+    valid, valid_step = None, -1
+    with stop_on_signals() as signalled:
+        while not (reason := session.stop_reason(stream, signalled)):
+            t0 = time.monotonic()
+            batches = [stream.next().to(world.device) for _ in range(cfg.update_freq)]
+            n_tokens = all_reduce_sum([sum(b.n_tgt_tokens for b in batches)], world)[0]
+            lr = noam_lr(progress.step + 1, model_cfg.d_model, cfg.warmup, cfg.lr_scale)
+            set_lr(optimizer, lr)
+            smoothed, nll = train_step(net, batches, cfg.label_smoothing, n_tokens, world, autocast)
+            smoothed, nll = all_reduce_sum([smoothed, nll], world)
+            grad_norm = gradient_norm(model, cfg.clip_norm)
+            finite = math.isfinite(smoothed) and math.isfinite(grad_norm)
+            if finite:
+                optimizer.step()
+                progress.step, progress.bad_steps = progress.step + 1, 0
+            optimizer.zero_grad(set_to_none=True)
+            progress.elapsed_s += time.monotonic() - t0
+            if not finite:  # the update is skipped; several in a row stop the run
+                session.skipped(smoothed / n_tokens, grad_norm, stream)
+                continue
+            session.log_step(smoothed, nll, n_tokens, lr, grad_norm, stream)
+            if data.valid is not None and cfg.valid_every and progress.step % cfg.valid_every == 0:
+                valid, valid_step = (
+                    validate(model, data, model_cfg, cfg, world, autocast),
+                    progress.step,
+                )
+                session.emit("valid", step=progress.step, **valid)
+            if cfg.save_every_steps and progress.step % cfg.save_every_steps == 0:
+                session.save(stream)
+    if data.valid is not None and cfg.valid_every and valid_step != progress.step:
+        valid = validate(model, data, model_cfg, cfg, world, autocast)
+        session.emit("valid", step=progress.step, **valid)
+    path = session.save(stream)
+    session.emit("stop", step=progress.step, reason=reason)
+    return TrainResult(progress, reason, path, valid)
+
+
+def batch_loss(net: torch.nn.Module, batch: Batch, eps: float) -> tuple[Tensor, Tensor]:
+    """(sum of L_smoothed, sum of NLL) over a batch's non-pad target tokens.  Section 5.4.
+
+    The model computes the tied output layer and ``label_smoothed_loss``'s convention together,
+    chunk by chunk (``aiayn.output_loss``), so the (B, T, V) logits never exist at once; a test
+    proves it equal to ``label_smoothed_loss`` on the logits, value and gradient.
+    """
+    smoothed, nll, _ = net(batch.src, batch.tgt_in, target=batch.tgt_out, label_smoothing=eps)
+    return smoothed, nll
+
+
+def train_step(
+    net: torch.nn.Module,
+    batches: list[Batch],
+    eps: float,
+    n_tokens: float,
+    world: World,
+    autocast: Autocast = contextlib.nullcontext,
+) -> tuple[float, float]:
+    """grad of sum_batches L_smoothed / n_tokens, accumulated in .grad.  Sections 5.1, 5.4.
+
+    n_tokens is the target token count of the whole step on all processes. Each process's loss
+    is multiplied by world_size because DDP averages gradients over processes; DDP's gradient
+    exchange runs only on the last batch. Returns this process's (smoothed sum, NLL sum).
+    """
+    total_smoothed = total_nll = 0.0
+    for i, batch in enumerate(batches):
+        no_sync = getattr(net, "no_sync", None)
+        last = i == len(batches) - 1
+        with contextlib.nullcontext() if last or no_sync is None else no_sync():
+            with autocast():
+                smoothed, nll = batch_loss(net, batch, eps)
+            (smoothed * (world.world_size / n_tokens)).backward()
+        total_smoothed += smoothed.item()
+        total_nll += nll.item()
+    return total_smoothed, total_nll
+
+
+@torch.no_grad()
+def validate(
+    model: Transformer,
+    data: TrainData,
+    model_cfg: ModelConfig,
+    cfg: TrainConfig,
+    world: World,
+    autocast: Autocast = contextlib.nullcontext,
+) -> dict[str, float]:
+    """Per target token on the valid split: smoothed loss, NLL, perplexity, token accuracy.
+
+    Teacher forcing, dropout off; batches split over the processes, sums reduced. With
+    ``cfg.valid_bleu``, also greedy-decoding BLEU (when aiayn.decode and aiayn.evaluate exist).
+    """
+    assert data.valid is not None
+    model.eval()
+    sums = [0.0, 0.0, 0.0, 0.0]  # smoothed, nll, tokens, correct
+    split: Split = data.valid
+    mine = token_batches(split, cfg.max_tokens, shuffle=False)[world.rank :: world.world_size]
+    for indices in mine:
+        batch = batch_from_indices(split, indices).to(world.device)
+        keep = batch.tgt_out != model_cfg.pad_id  # (B, T)
+        with autocast():
+            memory, src_keep = model.encode(batch.src)  # (B, S, D)
+            z = model.decode(batch.tgt_in, memory, src_keep)[keep]  # (N, D): non-pad only
+        target = batch.tgt_out[keep]  # (N,)
+        for c in range(0, target.numel(), VALID_CHUNK):  # (C, V) logits at a time
+            logits = model.logits(z[c : c + VALID_CHUNK])  # (C, V)
+            y = target[c : c + VALID_CHUNK]  # (C,)
+            smoothed, nll, n = label_smoothed_loss(logits, y, cfg.label_smoothing, model_cfg.pad_id)
+            correct, _ = token_accuracy(logits, y, model_cfg.pad_id)
+            sums = [sums[0] + smoothed.item(), sums[1] + nll.item(), sums[2] + n, sums[3] + correct]
+    smoothed_sum, nll_sum, tokens, correct_sum = all_reduce_sum(sums, world)
+    n = max(tokens, 1.0)
+    out: dict[str, float] = {
+        "loss": smoothed_sum / n,
+        "nll": nll_sum / n,
+        "ppl": perplexity(nll_sum / n),
+        "accuracy": correct_sum / n,
+    }
+    if cfg.valid_bleu:
+        from aiayn.train.bleu import valid_bleu
+
+        bleu = valid_bleu(model, data, world)
+        if bleu is not None:
+            out["bleu"] = bleu
+    model.train()
+    return out

@@ -1,0 +1,120 @@
+"""The run's metrics: one JSON object a line in RUN/metrics.jsonl, and their plots.
+
+Events (key "event"): "train" (every log_every steps: smoothed loss, NLL and perplexity per
+target token, learning rate, tokens per second), "valid" (validation loss, NLL, perplexity and
+optionally BLEU), "skip" (an update skipped for a non-finite loss or gradient), "checkpoint",
+"stop" (why the run ended). Every event carries the step it belongs to.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from aiayn.checkpoint import atomic_write
+from aiayn.errors import UserError
+
+METRICS = "metrics.jsonl"
+
+
+def perplexity(nll_per_token: float) -> float:
+    """exp(NLL per token), inf when it overflows."""
+    return math.exp(nll_per_token) if nll_per_token < 700 else math.inf
+
+
+class MetricsLog:
+    """Appends events to RUN/metrics.jsonl (only on the main rank: pass ``enabled=False`` else)."""
+
+    def __init__(self, run_dir: str | Path, enabled: bool = True) -> None:
+        self.path = Path(run_dir) / METRICS
+        self.enabled = enabled
+
+    def write(self, event: str, **fields: Any) -> dict[str, Any]:
+        record = {"event": event, **fields}
+        if self.enabled:
+            with self.path.open("a", encoding="utf-8") as fh:
+                fh.write(json.dumps(record, allow_nan=True) + "\n")
+        return record
+
+    def truncate_after(self, step: int) -> None:
+        """Drop events after ``step`` (those of a run that is being resumed from ``step``)."""
+        if not self.enabled or not self.path.exists():
+            return
+        kept = [r for r in read_metrics(self.path) if int(r.get("step", 0)) <= step]
+        text = "".join(json.dumps(r) + "\n" for r in kept)
+        atomic_write(self.path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def read_metrics(path: str | Path) -> list[dict[str, Any]]:
+    """The events of a metrics file (or of RUN/metrics.jsonl when given a run directory)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / METRICS
+    if not path.is_file():
+        raise UserError(f"{path}: no metrics file (is this a run directory of aiayn train?)")
+    events = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            events.append(json.loads(line))
+        except json.JSONDecodeError as e:
+            raise UserError(f"{path}:{n}: not a JSON object: {e}") from None
+    return events
+
+
+def _series(events: Iterable[dict[str, Any]], event: str, key: str) -> tuple[list, list]:
+    xs, ys = [], []
+    for e in events:
+        if e.get("event") == event and e.get(key) is not None:
+            xs.append(e["step"])
+            ys.append(e[key])
+    return xs, ys
+
+
+def plot_metrics(run_dir: str | Path, out_dir: str | Path | None = None) -> list[Path]:
+    """Draw loss.png, perplexity.png, lr.png and (if logged) bleu.png; return their paths."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    events = read_metrics(run_dir)
+    out = Path(out_dir) if out_dir is not None else Path(run_dir) / "plots"
+    out.mkdir(parents=True, exist_ok=True)
+    figures = {
+        "loss": [
+            ("train", "loss", "train, label-smoothed"),
+            ("train", "nll", "train, NLL"),
+            ("valid", "loss", "valid, label-smoothed"),
+            ("valid", "nll", "valid, NLL"),
+        ],
+        "perplexity": [("train", "ppl", "train"), ("valid", "ppl", "valid")],
+        "lr": [("train", "lr", "learning rate, Eq. (3)")],
+        "bleu": [("valid", "bleu", "valid BLEU")],
+    }
+    ylabels = {"loss": "nats per target token", "perplexity": "exp(NLL)", "lr": "lr", "bleu": ""}
+    written = []
+    for name, curves in figures.items():
+        data = [(_series(events, ev, key), label) for ev, key, label in curves]
+        if not any(xs for (xs, _), _ in data):
+            continue
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for (xs, ys), label in data:
+            if xs:
+                ax.plot(xs, ys, label=label, marker="." if len(xs) < 30 else None)
+        ax.set_xlabel("step")
+        ax.set_ylabel(ylabels[name])
+        if name == "perplexity":
+            ax.set_yscale("log")
+        ax.grid(alpha=0.3)
+        ax.legend()
+        fig.tight_layout()
+        path = out / f"{name}.png"
+        atomic_write(path, lambda tmp, fig=fig: fig.savefig(tmp, format="png", dpi=100))
+        plt.close(fig)
+        written.append(path)
+    return written

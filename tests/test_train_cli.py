@@ -1,0 +1,158 @@
+"""aiayn train / average / plot end to end in tmp_path, errors, and SIGTERM."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from aiayn.cli import main
+from aiayn.train import latest_checkpoint, read_metrics
+
+REPO = Path(__file__).resolve().parents[1]
+SMALL = ["--preset", "tiny", "--d-model", "32", "--d-ff", "64", "--n-layers", "1"]
+QUICK = ["--max-tokens", "300", "--warmup", "20", "--log-every", "2", "--no-progress"]
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+@pytest.fixture(scope="module")
+def copy_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("data") / "copy"
+    assert main(["prepare", "--source", "copy", "--out", str(out), "--num-pairs", "400"]) == 0
+    return out
+
+
+def test_train_resume_average_plot(copy_data: Path, tmp_path: Path, capsys) -> None:
+    run = tmp_path / "run"
+    args = ["train", "--data", str(copy_data), "--run", str(run), *SMALL, *QUICK]
+    assert main([*args, "--max-steps", "4", "--valid-every", "2", "--save-every-steps", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "reached max_steps=4 at step 4" in out
+    config = json.loads((run / "config.json").read_text())
+    assert config["model"]["d_model"] == 32
+    assert (
+        config["model"]["vocab_size"]
+        == json.loads((copy_data / "manifest.json").read_text())["tokenizer"]["vocab_size"]
+    )
+    assert config["train"]["warmup"] == 20
+    # Resume: --data comes from config.json; a train setting may change (max_steps).
+    assert main(["train", "--run", str(run), "--resume", "--max-steps", "6", "--no-progress"]) == 0
+    assert latest_checkpoint(run).name == "step_00000006"
+    assert json.loads((run / "config.json").read_text())["train"]["max_steps"] == 6
+    # The checkpoint carries the data's tokenizer, so translate/evaluate need nothing else.
+    from aiayn.checkpoint import read_metadata
+
+    meta = read_metadata(latest_checkpoint(run) / "model.safetensors")
+    assert meta["tokenizer"] == (copy_data / "tokenizer.json").read_text(encoding="utf-8") or (
+        json.loads(meta["tokenizer"]) == json.loads((copy_data / "tokenizer.json").read_text())
+    )
+    avg = tmp_path / "avg.safetensors"
+    assert main(["average", str(run), "--last", "3", "--out", str(avg)]) == 0
+    assert avg.is_file()
+    assert main(["plot", str(run)]) == 0
+    pngs = sorted(p.name for p in (run / "plots").glob("*.png"))
+    assert pngs == ["loss.png", "lr.png", "perplexity.png"]
+    assert (run / "plots" / "loss.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_draws_bleu_when_logged(tmp_path: Path) -> None:
+    events = [
+        {"event": "train", "step": 1, "loss": 3.0, "nll": 2.5, "ppl": 12.2, "lr": 1e-4},
+        {"event": "valid", "step": 1, "loss": 3.1, "nll": 2.6, "ppl": 13.5, "bleu": 1.5},
+        {"event": "valid", "step": 2, "loss": 3.0, "nll": 2.5, "ppl": 12.2, "bleu": 2.5},
+    ]
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    assert main(["plot", str(tmp_path), "--out", str(tmp_path / "p")]) == 0
+    assert sorted(p.name for p in (tmp_path / "p").iterdir()) == [
+        "bleu.png",
+        "loss.png",
+        "lr.png",
+        "perplexity.png",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--warmup", "0"], "warmup: must be >= 1"),
+        (["--bf16"], "--bf16"),
+        (["--device", "cuda:0"] if not torch.cuda.is_available() else ["--bf16"], "--"),
+        (["--resume"], "no such run directory"),
+    ],
+)
+def test_train_errors_are_one_line(copy_data: Path, tmp_path: Path, capsys, extra, message) -> None:
+    run = tmp_path / "run"
+    code = main(["train", "--data", str(copy_data), "--run", str(run), *SMALL, *QUICK, *extra])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert message in err
+    assert len([line for line in err.splitlines() if line.startswith("aiayn train: error")]) == 1
+    assert "Traceback" not in err
+
+
+def test_train_refuses_missing_data_and_mismatched_resume(copy_data, tmp_path, capsys) -> None:
+    assert main(["train", "--data", str(tmp_path / "nope"), "--run", str(tmp_path / "r")]) == 2
+    assert "no prepared data directory" in capsys.readouterr().err
+    run = tmp_path / "run"
+    base = ["train", "--data", str(copy_data), "--run", str(run), *QUICK]
+    assert main([*base, *SMALL, "--max-steps", "1"]) == 0
+    capsys.readouterr()
+    assert main([*base, "--resume", "--d-model", "48", "--max-steps", "2"]) == 2
+    assert "architecture differs: d_model 48 != 32" in capsys.readouterr().err
+    assert main([*base, *SMALL, "--max-steps", "2"]) == 2  # not --resume: never overwritten
+    assert "already holds checkpoints" in capsys.readouterr().err
+    assert latest_checkpoint(run).name == "step_00000001"
+
+
+def test_sigterm_writes_a_checkpoint_and_exits_cleanly(copy_data: Path, tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    cmd = [sys.executable, "-m", "aiayn", "train", "--data", str(copy_data), "--run", str(run)]
+    cmd += [
+        *SMALL,
+        *QUICK,
+        "--max-steps",
+        "100000",
+        "--log-every",
+        "1",
+        "--save-every-minutes",
+        "0",
+    ]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        metrics = run / "metrics.jsonl"
+        while time.monotonic() < deadline and proc.poll() is None:
+            if metrics.is_file() and metrics.read_text().count('"train"') >= 3:
+                break
+            time.sleep(0.2)
+        assert proc.poll() is None, proc.communicate()[1].decode()[-2000:]
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err.decode()[-2000:]
+    events = read_metrics(run)
+    assert events[-1]["event"] == "stop"
+    assert events[-1]["reason"] == "interrupted by a signal"
+    step = events[-1]["step"]
+    assert step >= 3
+    assert latest_checkpoint(run).name == f"step_{step:08d}"
+    # ... and the run resumes from it.
+    assert main(["train", "--run", str(run), "--resume", "--max-steps", str(step + 1)]) == 0
+    assert latest_checkpoint(run).name == f"step_{step + 1:08d}"
