@@ -271,11 +271,13 @@ class Transformer(nn.Module):
                 )
             return self.learned_positions[offset : offset + length]  # (length, D)
         emb = self.embedding
-        if self._pe.size(0) < offset + length or self._pe.device != emb.device:
+        pe = self._pe
+        if pe.size(0) < offset + length or pe.device != emb.device or pe.dtype != emb.dtype:
             size = max(2 * (offset + length), 256)
             concat = cfg.positions == "sinusoidal-concat"
-            self._pe = sinusoidal_positions(size, cfg.d_model, 0, concat, emb.device)  # (P, D)
-        return self._pe[offset : offset + length].to(emb.dtype)  # (length, D)
+            pe = sinusoidal_positions(size, cfg.d_model, 0, concat, emb.device, emb.dtype)
+            self._pe = pe  # (P, D): a cache, grown on demand; not part of the state dict
+        return pe[offset : offset + length]  # (length, D)
 
     def embed(self, ids: Tensor, offset: int = 0) -> Tensor:
         """X = Dropout(E[ids] * sqrt(d_model) + PE).  Sections 3.4, 3.5, 5.4.
