@@ -225,12 +225,34 @@ def test_the_tied_matrix_gets_gradient_from_all_three_uses() -> None:
 
 
 def _formula_count(cfg: ModelConfig) -> int:
-    """Distinct parameters of the tied model, from the architecture (3.1-3.4)."""
-    D, F_, N, Vv = cfg.d_model, cfg.d_ff, cfg.n_layers, cfg.vocab_size
-    attn = 4 * D * D  # W^Q, W^K, W^V (D x H d_k each) and W^O
+    """Distinct parameters of the tied model, from the architecture (3.1-3.5)."""
+    D, F_, H = cfg.d_model, cfg.d_ff, cfg.n_heads
+    dk, dv = cfg.head_dim, cfg.value_dim
+    attn = D * H * (2 * dk + dv) + H * dv * D  # W^Q, W^K (D x H d_k), W^V (D x H d_v), W^O
+    if cfg.attn_bias:
+        attn += H * (2 * dk + dv) + D
     ffn = D * F_ + F_ + F_ * D + D  # W_1, b_1, W_2, b_2
     norm = 2 * D  # gamma, beta
-    return Vv * D + N * (attn + ffn + 2 * norm) + N * (2 * attn + ffn + 3 * norm)
+    n = cfg.vocab_size * D  # E, shared three ways (3.4)
+    n += cfg.n_layers * (attn + ffn + 2 * norm) + cfg.decoder_layers * (2 * attn + ffn + 3 * norm)
+    if cfg.positions == "learned":
+        n += cfg.max_positions * D
+    if cfg.norm_first:
+        n += 2 * norm
+    return n
+
+
+@pytest.mark.parametrize("name", list(aiayn.PRESETS))
+def test_parameter_count_of_every_preset_follows_the_formula(name: str) -> None:
+    cfg = model_preset(name)
+    with torch.device("meta"):
+        assert Transformer(cfg).num_parameters() == _formula_count(cfg)
+
+
+def test_parameter_count_of_the_options_follows_the_formula() -> None:
+    for opts in ({"attn_bias": True, "norm_first": True}, {"n_dec_layers": 1, "d_v": 3}):
+        cfg = tiny(**opts)
+        assert Transformer(cfg).num_parameters() == _formula_count(cfg)
 
 
 @pytest.mark.parametrize(
@@ -310,6 +332,42 @@ def test_each_post_ln_layer_output_is_normalised_before_the_affine() -> None:
         # The stacks' outputs are their last layers' outputs: no extra LayerNorm.
         assert torch.equal(t.Z_E, t.encoder[-1]["Z_E"])
         assert torch.equal(t.Z_D, t.decoder[-1]["Z_D"])
+
+
+# 5.4 Dropout: where the paper puts it, and only in training --------------------------------
+
+
+def test_residual_and_embedding_dropout_sit_where_section_5_4_puts_them() -> None:
+    """ "Dropout to the output of each sub-layer, before it is added to the sub-layer input"
+    and "to the sums of the embeddings and the positional encodings" (5.4); none on the
+    attention weights or inside the FFN by default."""
+    p = 0.5
+    model = Transformer(tiny(dropout=p))
+    _randomize_norms_and_biases(model)
+    ref = trace(model.eval(), SRC, TGT_IN)
+    t = trace(model.train(), SRC, TGT_IN)
+
+    def is_dropout_of(dropped: torch.Tensor, full: torch.Tensor) -> None:
+        kept = dropped != 0
+        assert 0 < kept.float().mean() < 1  # some dropped, some kept
+        torch.testing.assert_close(dropped[kept], full[kept] / (1 - p))
+
+    is_dropout_of(t.X_E, ref.X_E)  # the embedding sums, both stacks
+    is_dropout_of(t.X_D, ref.X_D)
+    for layer, rec in zip(model.encoder, t.encoder, strict=True):
+        is_dropout_of(rec["R_E"] - rec["X"], rec["M_E"])  # before the residual add
+        a = rec["attn"]
+        torch.testing.assert_close(a["O"], a["weights"] @ a["V"])  # no attention dropout
+        torch.testing.assert_close(a["weights"].sum(-1), torch.ones(a["weights"].shape[:-1]))
+        ffn = layer.ffn  # no dropout inside the FFN
+        torch.testing.assert_close(rec["F_E"], rec["ffn"]["hidden"] @ ffn.w_2 + ffn.b_2)
+    for rec in t.decoder:
+        is_dropout_of(rec["R_D_self"] - rec["X"], rec["M_D_self"])
+        is_dropout_of(rec["R_D_cross"] - rec["H_D"], rec["M_D_cross"])
+    # In eval mode nothing is dropped: the same as a model built with dropout 0.
+    plain = Transformer(tiny()).eval()
+    plain.load_state_dict(model.state_dict())
+    torch.testing.assert_close(_logits(model.eval(), SRC, TGT_IN), _logits(plain, SRC, TGT_IN))
 
 
 # Differential: our layers and stacks against torch.nn's ------------------------------------
