@@ -2,7 +2,8 @@
 
 The contract every other module relies on (``Batch``, the special token ids) lives in
 ``aiayn.data.batch``. ``bpe`` holds the shared byte-pair ``Tokenizer``, ``batching`` the splits
-and the token-budget batches, ``synthetic`` the copy and reverse tasks.
+and the token-budget batches, ``synthetic`` the copy and reverse tasks, ``store`` the prepared
+data directory (``load_prepared``), ``prepare`` and ``corpora`` the way from a corpus to it.
 """
 
 from aiayn.data.batch import BOS, EOS, PAD, SPECIAL_TOKENS, UNK, Batch, collate
@@ -16,6 +17,7 @@ from aiayn.data.batching import (
     token_batches,
 )
 from aiayn.data.bpe import Tokenizer
+from aiayn.data.store import MemmapSplit, PreparedData, load_prepared
 from aiayn.data.synthetic import synthetic_pairs
 
 __all__ = [
@@ -27,10 +29,13 @@ __all__ = [
     "ArraySplit",
     "Batch",
     "InMemorySplit",
+    "MemmapSplit",
+    "PreparedData",
     "Split",
     "Tokenizer",
     "batch_from_indices",
     "collate",
+    "load_prepared",
     "oversized",
     "padded_sizes",
     "synthetic_pairs",
