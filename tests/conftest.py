@@ -10,6 +10,11 @@ settings.register_profile("aiayn", max_examples=25, deadline=None, derandomize=T
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "aiayn"))
 
 
+# One intra-op thread: the tests use tiny tensors, where a second thread only adds overhead
+# (and on a busy 2-core machine, two threads can run ~50 times slower).
+torch.set_num_threads(1)
+
+
 @pytest.fixture(autouse=True)
 def _seed() -> None:
     torch.manual_seed(0)
