@@ -82,6 +82,13 @@ def load_toml(path: str | Path | None) -> dict[str, Any]:
         raise UserError(
             f"{p}: unknown table(s) {', '.join(unknown)}; use [model], [train], [decode]"
         )
+    from aiayn import config
+
+    for cls_name, table in SECTIONS.items():
+        names = {f.name for f in dataclasses.fields(getattr(config, cls_name))}
+        bad = sorted(set(data.get(table, {})) - names)
+        if bad:
+            raise UserError(f"{p}: unknown setting(s) in [{table}]: {', '.join(bad)}")
     return data
 
 
