@@ -144,6 +144,8 @@ def test_catalog_reader_and_html_parser_units(tmp_path: Path) -> None:
     assert list(catalog_pairs(mo)) == [("Hello", "Hallo")]
     html = '<td id="t">a<p id="p">b &amp; c</p>d<br>e</td><script>"<p id=x>"</script>'
     assert help_paragraphs(html) == {("t", 0): "ad e", ("p", 0): "b & c"}
+    nested = '<li id="o">x<li id="i">y</li>z<li>w</li>v</li><p id="after">ok</p>'
+    assert help_paragraphs(nested) == {("o", 0): "xzwv", ("i", 0): "y", ("after", 0): "ok"}
 
 
 def test_ding_examples() -> None:

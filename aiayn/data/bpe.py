@@ -81,7 +81,7 @@ class Tokenizer:
         from tokenizers import decoders, models, pre_tokenizers, trainers
 
         # DEVIATION(5.1): byte-level BPE (bytes, not characters, as the base alphabet), so that
-        # no input is ever unknown and decoding is exact; the paper's BPE [3] is over characters.
+        # no input is ever unknown and decoding is exact; the paper's BPE works on characters.
         tok = _Tok(models.BPE(unk_token=SPECIAL_TOKENS[3]))
         tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
         tok.decoder = decoders.ByteLevel()

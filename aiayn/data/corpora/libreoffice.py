@@ -36,12 +36,11 @@ class _HelpParser(HTMLParser):
         if tag in SKIP_TAGS:
             self._skip += 1
             return
-        if self._open and self._open[-1][0] == tag:
-            self._open[-1][3] += 1
-        if tag in TEXT_TAGS:
-            ident = dict(attrs).get("id")
-            if ident:
-                self._open.append([tag, ident, [], 0])
+        ident = dict(attrs).get("id") if tag in TEXT_TAGS else None
+        if ident:
+            self._open.append([tag, ident, [], 0])  # a new collector: its own end tag closes it
+        elif self._open and self._open[-1][0] == tag:
+            self._open[-1][3] += 1  # same tag nested without an id: not the collector's end
         elif tag == "br" and self._open:
             self._open[-1][2].append(" ")
 
