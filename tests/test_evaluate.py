@@ -182,3 +182,22 @@ def test_cli_evaluate_errors(tmp_path, ckpt, capsys) -> None:
     assert "has 4 lines but" in capsys.readouterr().err
     assert main(["evaluate", "--checkpoint", str(ckpt)]) == 2
     assert "--src FILE --ref FILE" in capsys.readouterr().err
+
+
+def test_cli_evaluate_a_prepared_corpus(tmp_path, capsys) -> None:
+    # End to end with the data module: `aiayn prepare` (numbers as words), a random model saved
+    # without a tokenizer (the prepared data's is used), `aiayn evaluate --data`.
+    data = tmp_path / "numbers"
+    argv = ["prepare", "--source", "numbers", "--num-pairs", "100", "--out", str(data)]
+    assert main([*argv, "--no-progress"]) == 0
+    tok = Tokenizer.load(data / "tokenizer.json")
+    save_model(tmp_path / "m.safetensors", tiny(tok.vocab_size))
+    capsys.readouterr()
+    out = tmp_path / "r.json"
+    argv = ["evaluate", "--checkpoint", str(tmp_path / "m.safetensors"), "--data", str(data)]
+    assert main([*argv, "--json", str(out), "--max-len-b", "3"]) == 0
+    table = capsys.readouterr().out
+    assert "sacreBLEU" in table
+    report = json.loads(out.read_text())
+    assert report["split"] == "test"
+    assert report["speed"]["sentences"] == len((data / "text" / "test.en").read_text().splitlines())
