@@ -50,8 +50,12 @@ def test_train_resume_average_plot(copy_data: Path, tmp_path: Path, capsys) -> N
     )
     assert config["train"]["warmup"] == 20
     # Resume: --data comes from config.json; a train setting may change (max_steps).
-    assert main(["train", "--run", str(run), "--resume", "--max-steps", "6", "--no-progress"]) == 0
+    resume = ["train", "--run", str(run), "--resume", "--max-steps", "6", "--no-progress"]
+    assert main([*resume, "--valid-bleu"]) == 0
     assert latest_checkpoint(run).name == "step_00000006"
+    last_valid = [e for e in read_metrics(run) if e["event"] == "valid"][-1]
+    assert last_valid["step"] == 6
+    assert 0.0 <= last_valid["bleu"] <= 100.0  # greedy decoding + sacreBLEU ran
     assert json.loads((run / "config.json").read_text())["train"]["max_steps"] == 6
     # The checkpoint carries the data's tokenizer, so translate/evaluate need nothing else.
     from aiayn.checkpoint import read_metadata
@@ -65,7 +69,7 @@ def test_train_resume_average_plot(copy_data: Path, tmp_path: Path, capsys) -> N
     assert avg.is_file()
     assert main(["plot", str(run)]) == 0
     pngs = sorted(p.name for p in (run / "plots").glob("*.png"))
-    assert pngs == ["loss.png", "lr.png", "perplexity.png"]
+    assert pngs == ["bleu.png", "loss.png", "lr.png", "perplexity.png"]
     assert (run / "plots" / "loss.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

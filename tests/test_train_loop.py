@@ -263,25 +263,28 @@ def test_valid_accuracy_and_batches(tmp_path: Path) -> None:
 
 
 def test_tiny_preset_learns_the_copy_task(tmp_path: Path) -> None:
-    """The tiny preset, narrowed to d_model 64, copies unseen sequences: 100% of the tokens."""
-    vocab = 10
-    model_cfg = model_preset("tiny", vocab_size=vocab, d_model=64, d_ff=128, n_layers=2)
+    """The tiny preset, narrowed (d_model 64, 1 layer, 1 head), copies unseen sequences.
+
+    Teacher-forced argmax accuracy on 200 held-out sequences reaches 100% of the tokens.
+    """
+    vocab = 10  # 6 symbols: many repeated tokens, so the attention must find the positions
+    model_cfg = model_preset(
+        "tiny", vocab_size=vocab, d_model=64, d_ff=128, n_layers=1, n_heads=1, dropout=0.0
+    )
     data = TrainData(
         InMemorySplit(synthetic_pairs("copy", 1000, vocab, 1, 5, seed=0)),
         InMemorySplit(synthetic_pairs("copy", 200, vocab, 1, 5, seed=1)),  # held out
     )
     cfg = TrainConfig(
-        max_steps=500,
-        warmup=200,
-        lr_scale=0.3,
+        max_steps=300,
+        warmup=100,
+        lr_scale=0.4,
         max_tokens=800,
         log_every=100,
         valid_every=100,
         save_every_minutes=0.0,
     )
-    result = train(
-        model_cfg.__class__(**{**model_cfg.__dict__, "dropout": 0.0}), cfg, data, tmp_path
-    )
+    result = train(model_cfg, cfg, data, tmp_path)
     accuracy = [e["accuracy"] for e in read_metrics(tmp_path) if e["event"] == "valid"]
     assert accuracy[0] < 0.99  # it had to learn
     assert result.valid["accuracy"] == 1.0, accuracy

@@ -117,9 +117,8 @@ def _load_data(args: argparse.Namespace) -> Any:
     if not splits.get("train", {}).get("pairs"):
         raise UserError(f"{data_dir}: the train split is empty")
     texts = prepared.texts("valid") if valid is not None else None
-    return TrainData(
-        prepared.split("train"), valid, prepared.tokenizer, str(data_dir), valid_texts=texts
-    )
+    source = str(Path(data_dir).resolve())  # config.json names it for --resume without --data
+    return TrainData(prepared.split("train"), valid, prepared.tokenizer, source, valid_texts=texts)
 
 
 def _check_tokenizer(run: Path, tokenizer: Any) -> None:

@@ -170,21 +170,23 @@ def validate(
     assert data.valid is not None
     model.eval()
     sums = [0.0, 0.0, 0.0, 0.0]  # smoothed, nll, tokens, correct
+    eps, pad = cfg.label_smoothing, model_cfg.pad_id
     split: Split = data.valid
     mine = token_batches(split, cfg.max_tokens, shuffle=False)[world.rank :: world.world_size]
     for indices in mine:
         batch = batch_from_indices(split, indices).to(world.device)
         keep = batch.tgt_out != model_cfg.pad_id  # (B, T)
+        target = batch.tgt_out[keep]  # (N,)
         with autocast():
             memory, src_keep = model.encode(batch.src)  # (B, S, D)
             z = model.decode(batch.tgt_in, memory, src_keep)[keep]  # (N, D): non-pad only
-        target = batch.tgt_out[keep]  # (N,)
-        for c in range(0, target.numel(), VALID_CHUNK):  # (C, V) logits at a time
-            logits = model.logits(z[c : c + VALID_CHUNK])  # (C, V)
-            y = target[c : c + VALID_CHUNK]  # (C,)
-            smoothed, nll, n = label_smoothed_loss(logits, y, cfg.label_smoothing, model_cfg.pad_id)
-            correct, _ = token_accuracy(logits, y, model_cfg.pad_id)
-            sums = [sums[0] + smoothed.item(), sums[1] + nll.item(), sums[2] + n, sums[3] + correct]
+            for c in range(0, target.numel(), VALID_CHUNK):  # (C, V) logits at a time
+                logits = model.logits(z[c : c + VALID_CHUNK])  # (C, V)
+                y = target[c : c + VALID_CHUNK]  # (C,)
+                smoothed, nll, n = label_smoothed_loss(logits, y, eps, pad)
+                correct, _ = token_accuracy(logits, y, pad)
+                for i, value in enumerate((smoothed.item(), nll.item(), n, correct)):
+                    sums[i] += value
     smoothed_sum, nll_sum, tokens, correct_sum = all_reduce_sum(sums, world)
     n = max(tokens, 1.0)
     out: dict[str, float] = {
