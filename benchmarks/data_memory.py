@@ -69,7 +69,10 @@ def main() -> int:
     parser.add_argument("--pairs", type=int, default=4_500_000)
     parser.add_argument("--vocab-size", type=int, default=37_000)
     parser.add_argument("--max-tokens", type=int, default=25_000)
-    parser.add_argument("--workdir", type=Path, help="keep the files here (default: a temp dir)")
+    parser.add_argument("--workdir", type=Path, help="work in a temp dir under this one")
+    parser.add_argument(
+        "--corpus-dir", type=Path, help="reuse (or keep) the generated corpus.en/.de here"
+    )
     parser.add_argument("--json", type=Path, help="also write the results to this file")
     parser.add_argument("--generate-only", nargs=2, type=Path, metavar=("SRC", "TGT"))
     args = parser.parse_args()
@@ -86,14 +89,18 @@ def main() -> int:
     with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
         work = Path(tmp)
         t = time.perf_counter()
-        cmd = [sys.executable, __file__, "--pairs", str(args.pairs), "--generate-only"]
-        subprocess.run([*cmd, str(work / "corpus.en"), str(work / "corpus.de")], check=True)
+        corpus_dir = args.corpus_dir or work
+        src, tgt = corpus_dir / "corpus.en", corpus_dir / "corpus.de"
+        if not (src.is_file() and tgt.is_file()):
+            corpus_dir.mkdir(parents=True, exist_ok=True)
+            cmd = [sys.executable, __file__, "--pairs", str(args.pairs), "--generate-only"]
+            subprocess.run([*cmd, str(src), str(tgt)], check=True)
         results["generate_s"] = round(time.perf_counter() - t, 1)
         results["rss_after_generate_mb"] = round(peak_rss_mb(), 1)
         print(f"generated {args.pairs:,} pairs in {results['generate_s']} s", file=sys.stderr)
 
         t = time.perf_counter()
-        corpus = files_corpus(("en", "de"), work / "corpus.en", work / "corpus.de")
+        corpus = files_corpus(("en", "de"), src, tgt)
         opts = PrepareOptions(
             src_lang="en",
             tgt_lang="de",

@@ -294,3 +294,35 @@ def test_unknown_split_and_bad_flags(tmp_path: Path, capsys) -> None:
     assert run_cli("--source", "numbers", "--lang-pair", "de-fr", "--out", str(tmp_path / "x")) == 2
     assert run_cli("--source", "files", "--out", str(tmp_path / "y")) == 2
     assert "--src FILE --tgt FILE" in capsys.readouterr().err
+
+
+def test_bpe_learned_on_an_evenly_spaced_sample(tmp_path: Path) -> None:
+    corpus = files_corpus(("en", "de"), write(tmp_path / "x.en", EN), write(tmp_path / "x.de", DE))
+    opts = PrepareOptions(
+        src_lang="en", tgt_lang="de", vocab_size=300, bpe_max_pairs=10, valid_share=0, test_share=0
+    )
+    manifest = prepare(corpus, tmp_path / "out", opts)
+    n_train = manifest["splits"]["train"]["pairs"]
+    every = -(-n_train // 10)
+    assert manifest["tokenizer"]["trained_on_pairs"] == -(-n_train // every) <= 10
+    check_directory(tmp_path / "out")  # the whole corpus is still encoded exactly
+
+
+def test_sigterm_is_an_interruption(tmp_path: Path, monkeypatch) -> None:
+    import os
+    import signal
+
+    import aiayn.data.prepare as prep
+
+    original = prep._encode_split
+
+    def killed(name, *args, **kwargs):
+        if name == "test":
+            os.kill(os.getpid(), signal.SIGTERM)
+        return original(name, *args, **kwargs)
+
+    monkeypatch.setattr(prep, "_encode_split", killed)
+    before = signal.getsignal(signal.SIGTERM)
+    assert run_cli("--source", "copy", "--out", str(tmp_path / "d"), "--num-pairs", "80") == 130
+    assert list(tmp_path.iterdir()) == []
+    assert signal.getsignal(signal.SIGTERM) == before

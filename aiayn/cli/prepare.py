@@ -15,6 +15,7 @@ The output directory is written atomically: it appears complete, or not at all.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 
@@ -75,6 +76,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--valid-share", type=float, default=0.02, help="hash split (default 0.02)")
     parser.add_argument("--test-share", type=float, default=0.02, help="hash split (default 0.02)")
     parser.add_argument("--min-frequency", type=int, default=2, help="BPE merges (default 2)")
+    parser.add_argument(
+        "--bpe-max-pairs",
+        type=int,
+        default=300_000,
+        help="learn the BPE on at most this many training pairs, evenly spaced; 0: all "
+        "(default 300000; bounds the memory at WMT scale)",
+    )
     parser.add_argument("--seed", type=int, default=1, help="split hash and generators (default 1)")
     parser.add_argument(
         "--cache-dir",
@@ -161,6 +169,10 @@ def _summary(manifest: dict, out: Path) -> str:
     return "\n".join(lines)
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def run(args: argparse.Namespace) -> int:
     from aiayn.data.corpora.download import default_cache_dir
     from aiayn.data.prepare import PrepareOptions, prepare
@@ -172,6 +184,7 @@ def run(args: argparse.Namespace) -> int:
         tgt_lang=langs[1],
         vocab_size=args.vocab_size or DEFAULT_VOCAB[args.source],
         min_frequency=args.min_frequency,
+        bpe_max_pairs=args.bpe_max_pairs,
         max_len=args.max_len,
         max_ratio=args.max_ratio,
         valid_share=args.valid_share,
@@ -181,6 +194,10 @@ def run(args: argparse.Namespace) -> int:
         progress=not args.no_progress and sys.stderr.isatty(),
     )
     corpus = open_corpus(args, langs, cache)
-    manifest = prepare(corpus, args.out, opts)
+    previous = signal.signal(signal.SIGTERM, _interrupt)  # clean up as on Ctrl-C
+    try:
+        manifest = prepare(corpus, args.out, opts)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     print(_summary(manifest, args.out))
     return 0
