@@ -113,13 +113,13 @@ def open_corpus(args: argparse.Namespace, langs: tuple[str, str], cache: Path):
     src, tgt = langs
     other = tgt if src == "en" else src
     n = args.num_pairs if args.num_pairs is not None else DEFAULT_PAIRS.get(args.source, 0)
-    progress = not args.no_progress
+    progress = not args.no_progress and sys.stderr.isatty()
     if args.source == "packaged":
         from aiayn.data.corpora.packaged import packaged_corpus
 
         if "en" not in langs:
             raise UserError("--source packaged: --lang-pair en-de, de-en, en-fr or fr-en")
-        return packaged_corpus(other, cache, refresh=args.refresh)
+        return packaged_corpus(other, cache, refresh=args.refresh, progress=progress)
     if args.source == "multi30k":
         from aiayn.data.corpora.multi30k import BASE_URL, multi30k_corpus
 

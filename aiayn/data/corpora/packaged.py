@@ -121,7 +121,9 @@ def extract_pairs(root: Path, lang: str) -> Iterator[tuple[str, str, str, str | 
             yield "ding", en, de, ("identical" if en == de else None)
 
 
-def cached_pairs(lang: str, cache: Path, refresh: bool = False) -> tuple[Path, dict]:
+def cached_pairs(
+    lang: str, cache: Path, refresh: bool = False, progress: bool = False
+) -> tuple[Path, dict]:
     """(TSV of origin/English/other, extraction stats): extracted once, then read from cache."""
     if lang not in PACKAGES:
         raise UserError(f"packaged corpus: no language pair en-{lang}; use en-de or en-fr")
@@ -141,7 +143,12 @@ def cached_pairs(lang: str, cache: Path, refresh: bool = False) -> tuple[Path, d
         seen: set[tuple[str, str]] = set()
         part = tsv.with_suffix(".tsv.part")
         with part.open("w", encoding="utf-8", newline="\n") as fh:
-            for origin, en, other, reason in extract_pairs(Path(tmp), lang):
+            rows = extract_pairs(Path(tmp), lang)
+            if progress:
+                from tqdm import tqdm
+
+                rows = tqdm(rows, desc="extract", unit=" pairs", leave=False, mininterval=0.5)
+            for origin, en, other, reason in rows:
                 if reason is None and (en, other) in seen:
                     reason = "duplicate"
                 if reason is not None:
@@ -164,9 +171,11 @@ def hash_str(s: str) -> int:
     return int.from_bytes(hashlib.blake2b(s.encode(), digest_size=8).digest(), "little")
 
 
-def packaged_corpus(lang: str, cache: Path, refresh: bool = False) -> Corpus:
+def packaged_corpus(
+    lang: str, cache: Path, refresh: bool = False, progress: bool = False
+) -> Corpus:
     """EN-DE (or EN-FR) pairs of the Debian packages, extracted by our own code."""
-    tsv, stats = cached_pairs(lang, cache, refresh)
+    tsv, stats = cached_pairs(lang, cache, refresh, progress)
 
     def stream() -> Iterator[tuple[str, str]]:
         with tsv.open(encoding="utf-8") as fh:
