@@ -32,6 +32,9 @@ def atomic_write(path: str | Path, write: Callable[[Path], None]) -> None:
     os.close(fd)
     try:
         write(Path(tmp))
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would hide the file from other users
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
@@ -109,7 +112,8 @@ def load_model(
     try:
         model.load_state_dict(state)
     except RuntimeError as e:
-        raise UserError(f"{path}: weights do not match the stored config: {e}") from None
+        first = " ".join(str(e).split())  # one line: torch lists every mismatching tensor
+        raise UserError(f"{path}: weights do not match the stored config: {first[:300]}") from None
     return model.to(device), meta
 
 
