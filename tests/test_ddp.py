@@ -22,7 +22,7 @@ import torch
 
 from aiayn.config import ModelConfig, TrainConfig
 from aiayn.data import InMemorySplit, synthetic_pairs, token_batches
-from aiayn.train import Runtime, TrainData, latest_checkpoint, train
+from aiayn.train import Runtime, TrainData, latest_checkpoint, read_metrics, train
 
 REPO = Path(__file__).resolve().parents[1]
 TORCHRUN = shutil.which("torchrun", path=str(Path(sys.executable).parent)) or shutil.which(
@@ -93,5 +93,12 @@ def test_two_processes_equal_one_with_accumulation(tmp_path: Path) -> None:
     assert max((one[k] - start[k]).abs().max().item() for k in one) > 1e-3  # training moved
     for k in one:
         torch.testing.assert_close(two[k], one[k], rtol=0, atol=1e-5, msg=k)
-    # With a global batch the two runs differ when one rank's loss is normalised alone:
-    # (checked in test_train_loop: per-batch normalisation differs from per-step.)
+    # Adam hardly sees a global scale of the gradient, so compare the logged per-token loss and
+    # gradient norm too: a wrong normalisation over ranks would change them.
+    logged = []
+    for run in ("one", "two"):
+        events = [e for e in read_metrics(tmp_path / run) if e["event"] == "train"]
+        logged.append([(e["step"], e["loss"], e["nll"], e["grad_norm"]) for e in events])
+    assert len(logged[0]) == 4
+    for a, b in zip(*logged, strict=True):
+        assert a == pytest.approx(b, rel=1e-5)
