@@ -88,12 +88,14 @@ def _hash64(text: str, salt: bytes = b"") -> int:
     )
 
 
-def _bar(iterable: Any, progress: bool, desc: str, total: int | None = None) -> Any:
+def _bar(
+    iterable: Any, progress: bool, desc: str, total: int | None = None, unit: str = " pairs"
+) -> Any:
     if not progress:
         return iterable
     from tqdm import tqdm
 
-    return tqdm(iterable, desc=desc, total=total, unit=" pairs", leave=False, mininterval=0.5)
+    return tqdm(iterable, desc=desc, total=total, unit=unit, leave=False, mininterval=0.5)
 
 
 @dataclass
@@ -268,7 +270,9 @@ def _encode_split(
     f_tgt = (text / f"{name}.{opts.tgt_lang}").open("w", encoding="utf-8", newline="\n")
     src_lines, tgt_lines = _lines(stage / f"{name}.src"), _lines(stage / f"{name}.tgt")
     with f_src, f_tgt:
-        for xs, ys in _bar(_chunks(src_lines, tgt_lines, CHUNK), opts.progress, f"encode {name}"):
+        chunks = _chunks(src_lines, tgt_lines, CHUNK)
+        unit = f" x{CHUNK} pairs"
+        for xs, ys in _bar(chunks, opts.progress, f"encode {name}", unit=unit):
             sx, sy = tok.encode_batch(xs), tok.encode_batch(ys)
             keep = []
             for i, (a, b) in enumerate(zip(sx, sy, strict=True)):
