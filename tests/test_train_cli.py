@@ -113,8 +113,8 @@ def test_train_refuses_missing_data_and_mismatched_resume(copy_data, tmp_path, c
     assert "no prepared data directory" in capsys.readouterr().err
     run = tmp_path / "run"
     base = ["train", "--data", str(copy_data), "--run", str(run), *QUICK]
-    assert main([*base, *SMALL, "--max-steps", "1"]) == 0
-    capsys.readouterr()
+    assert main([*base, *SMALL, "--max-steps", "1", "--compile", "--device", "cpu"]) == 0
+    capsys.readouterr()  # --compile is a CUDA option: a no-op on the CPU
     assert main([*base, "--resume", "--d-model", "48", "--max-steps", "2"]) == 2
     assert "architecture differs: d_model 48 != 32" in capsys.readouterr().err
     assert main([*base, *SMALL, "--max-steps", "2"]) == 2  # not --resume: never overwritten
