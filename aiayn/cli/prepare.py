@@ -72,6 +72,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=3.0,
         help="max ratio of the sides' lengths in UTF-8 bytes (+10), train (default 3.0)",
     )
+    parser.add_argument(
+        "--max-words",
+        type=int,
+        default=0,
+        help="keep only pairs of at most N words a side, in every split (a subset of short "
+        "sentences; default 0: no limit)",
+    )
     parser.add_argument("--num-pairs", type=int, help="numbers/copy/reverse: pairs to generate")
     parser.add_argument("--valid-share", type=float, default=0.02, help="hash split (default 0.02)")
     parser.add_argument("--test-share", type=float, default=0.02, help="hash split (default 0.02)")
@@ -187,6 +194,7 @@ def run(args: argparse.Namespace) -> int:
         bpe_max_pairs=args.bpe_max_pairs,
         max_len=args.max_len,
         max_ratio=args.max_ratio,
+        max_words=args.max_words,
         valid_share=args.valid_share,
         test_share=args.test_share,
         seed=args.seed,

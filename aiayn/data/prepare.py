@@ -61,6 +61,8 @@ class PrepareOptions:
     bpe_max_pairs: int = 300_000  # learn the BPE on at most this many training pairs (0: all)
     max_len: int = 250  # BPE tokens per side (specials excluded), training pairs only
     max_ratio: float = 3.0  # longer / shorter side in UTF-8 bytes (+10), training pairs only
+    max_words: int = 0  # EXTENSION: keep only pairs of at most this many words a side, every
+    #                     split (a subset of short sentences, e.g. for the demo); 0: no limit
     valid_share: float = 0.02  # hash-split sources: share of English sentences for valid
     test_share: float = 0.02  # ... and for test
     seed: int = 1  # salts the split hash
@@ -74,6 +76,8 @@ class PrepareOptions:
             raise UserError(f"--max-len must be >= 1, got {self.max_len}")
         if self.bpe_max_pairs < 0:
             raise UserError(f"--bpe-max-pairs must be >= 0, got {self.bpe_max_pairs}")
+        if self.max_words < 0:
+            raise UserError(f"--max-words must be >= 0, got {self.max_words}")
         if self.max_ratio < 1:
             raise UserError(f"--max-ratio must be >= 1, got {self.max_ratio}")
         for name in ("valid_share", "test_share"):
@@ -132,6 +136,9 @@ def _stage(corpus: Corpus, opts: PrepareOptions, stage: Path, drops: Counter) ->
                 a, b = collapse(pair[0]), collapse(pair[1])
                 if not a or not b:
                     drops["empty"] += 1
+                    continue
+                if opts.max_words and max(a.count(" "), b.count(" ")) >= opts.max_words:
+                    drops["over_max_words"] += 1  # the subset asked for: counted, all splits
                     continue
                 en = (a, b)[en_side]
                 src, tgt = (b, a) if flip else (a, b)

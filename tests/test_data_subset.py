@@ -1,0 +1,39 @@
+"""aiayn prepare --max-words: a subset of short sentences, in every split, counted."""
+
+import json
+from pathlib import Path
+
+from aiayn.cli import main
+from aiayn.data.store import load_prepared
+
+SHORT = [(f"the cat number {i}", f"die Katze Nummer {i}") for i in range(300)]
+LONG = [
+    (f"the very long sentence number {i} goes on", f"der sehr lange Satz Nummer {i} geht weiter")
+    for i in range(100)
+]
+
+
+def test_max_words_keeps_only_short_pairs_in_every_split(tmp_path: Path) -> None:
+    tsv = tmp_path / "pairs.tsv"
+    tsv.write_text("".join(f"{e}\t{d}\n" for e, d in SHORT + LONG), encoding="utf-8")
+    out = tmp_path / "short"
+    args = ["prepare", "--no-progress", "--source", "files", "--tsv", str(tsv)]
+    assert main([*args, "--out", str(out), "--vocab-size", "300", "--max-words", "4"]) == 0
+    data = load_prepared(out)
+    kept = 0
+    for split in ("train", "valid", "test"):
+        sources, targets = data.texts(split)
+        kept += len(sources)
+        pairs = zip(sources, targets, strict=True)
+        assert all(len(s.split()) <= 4 and len(t.split()) <= 4 for s, t in pairs)
+    assert kept == len(SHORT)
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["dropped"]["over_max_words"] == len(LONG)  # dropped, never silently
+
+
+def test_max_words_negative_is_a_clear_error(tmp_path: Path, capsys) -> None:
+    tsv = tmp_path / "pairs.tsv"
+    tsv.write_text("a\tb\n", encoding="utf-8")
+    args = ["prepare", "--source", "files", "--tsv", str(tsv), "--out", str(tmp_path / "o")]
+    assert main([*args, "--max-words", "-1"]) == 2
+    assert "--max-words" in capsys.readouterr().err
