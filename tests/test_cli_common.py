@@ -129,8 +129,23 @@ def test_an_unknown_toml_setting_is_a_user_error_naming_it(tmp_path: Path) -> No
         config_from_args(ModelConfig, _parser().parse_args([]), toml=load_toml(path))
 
 
-def test_aiayn_demo_runs_and_exits_0(capsys) -> None:
-    assert main(["demo", "--seed", "1"]) == 0
+def test_aiayn_demo_runs_end_to_end(tmp_path, capsys) -> None:
+    """The whole flow on the numbers task (no apt needed), with a few seconds of training."""
+    run = tmp_path / "runs" / "demo"
+    args = ["demo", "--source", "numbers", "--minutes", "0.05", "--run", str(run)]
+    assert main([*args, "--test-limit", "5", "--no-progress"]) == 0
     out = capsys.readouterr().out
-    assert "logits shape (1, 4, 9)" in out
-    assert "cross-entropy" in out
+    assert "sacreBLEU" in out
+    assert "nrefs:1" in out  # the score with its signature
+    for name in ("average.safetensors", "evaluation.json", "test.hyp", "walkthrough.html"):
+        assert (run / name).is_file(), name
+    assert list((run / "attention").glob("*.png")), "no attention heatmaps"
+    assert list((run / "plots").glob("*.png")), "no training curves"
+    # A second demo reuses the prepared data and resumes the training when asked.
+    assert main([*args, "--test-limit", "5", "--no-progress", "--resume"]) == 0
+    assert "reusing the prepared data" in capsys.readouterr().out
+
+
+def test_aiayn_demo_rejects_a_bad_budget(tmp_path, capsys) -> None:
+    assert main(["demo", "--minutes", "0", "--run", str(tmp_path / "r")]) == 2
+    assert "--minutes" in capsys.readouterr().err

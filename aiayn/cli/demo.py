@@ -66,6 +66,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--threads", type=int, default=0, help="intra-op threads (default: all cores)"
     )
+    parser.add_argument(
+        "--test-limit", type=int, default=0, help="score only the first N test sentences"
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
@@ -142,10 +145,12 @@ def run(args: argparse.Namespace) -> int:
 
     n = min(args.average, len(list_checkpoints(run_dir)))
     model = run_dir / "average.safetensors"
-    if _cli(["average", str(run_dir), "--last", str(n), "--out", str(model)]) != 0:
+    if _cli(["average", str(run_dir), "--last", str(n), "--out", str(model), "--force"]) != 0:
         raise UserError("averaging failed (see above)")
     report, hyps = run_dir / "evaluation.json", run_dir / "test.hyp"
     evaluate = ["evaluate", "--checkpoint", str(model), "--data", str(data), "--split", "test"]
+    if args.test_limit:
+        evaluate += ["--limit", str(args.test_limit)]
     if _cli([*evaluate, "--json", str(report), "--hyps", str(hyps)]) != 0:
         raise UserError("evaluation failed (see above)")
     _examples(data, hyps)
@@ -155,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
     from aiayn.data import load_prepared
 
     src_lines, _ = load_prepared(data).texts("test")
-    sources.write_text("".join(line + "\n" for line in list(src_lines)[:4]), encoding="utf-8")
+    sources.write_text("".join(line + "\n" for line in list(src_lines)[:2]), encoding="utf-8")
     attention = run_dir / "attention"
     _cli(["translate", "--checkpoint", str(model), "--input", str(sources), "--attention",
           str(attention), "--output", str(run_dir / "examples.hyp")], quiet=True)  # fmt: skip
