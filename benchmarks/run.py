@@ -35,7 +35,6 @@ from flops import training_flops
 
 from aiayn import Transformer, model_preset
 from aiayn.data import BOS, EOS, InMemorySplit, batch_from_indices, token_batches
-from aiayn.train.loss import label_smoothed_loss
 
 IMPLS = ("aiayn", "nn.Transformer", "textbook")
 VOCAB = {"tiny": 8000, "base": 37000}
@@ -56,20 +55,22 @@ def make_batches(vocab: int, max_tokens: int, n_pairs: int, seed: int = 0) -> li
 
 
 def build(impl: str, preset: str, device: torch.device) -> tuple[torch.nn.Module, Callable]:
-    """A model and its loss(logits, target) -> summed smoothed loss."""
+    """A model and its loss(batch) -> summed label-smoothed loss over the target tokens."""
     cfg = model_preset(preset, vocab_size=VOCAB[preset])
     if impl == "aiayn":
         model = Transformer(cfg)
 
-        def loss(logits, target):
-            return label_smoothed_loss(logits, target, EPS_LS, cfg.pad_id)[0]
+        def loss(b):  # the output layer and the loss in one chunked pass (aiayn.output_loss)
+            return model(b.src, b.tgt_in, target=b.tgt_out, label_smoothing=EPS_LS)[0]
 
-    elif impl == "nn.Transformer":
-        model = TorchTransformerBaseline(cfg)
-        loss = lambda logits, target: model.loss(logits, target, EPS_LS)  # noqa: E731
     else:
-        model = TextbookTransformer(cfg)
-        loss = lambda logits, target: model.loss(logits, target, EPS_LS)  # noqa: E731
+        model = (
+            TorchTransformerBaseline(cfg) if impl == "nn.Transformer" else TextbookTransformer(cfg)
+        )
+
+        def loss(b):
+            return model.loss(model(b.src, b.tgt_in), b.tgt_out, EPS_LS)
+
     return model.to(device).train(), loss
 
 
@@ -83,9 +84,7 @@ def make_step(impl: str, preset: str, device: torch.device, bf16: bool) -> Calla
     def step(batch) -> None:
         b = batch.to(device)
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
-            logits = model(b.src, b.tgt_in)  # (B, T, V)
-        loss = loss_fn(logits, b.tgt_out) / b.n_tgt_tokens
-        del logits
+            loss = loss_fn(b) / b.n_tgt_tokens
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
