@@ -1,0 +1,43 @@
+"""The benchmark runs end to end in --quick mode (behaviour only: no speed is asserted)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.slow
+def test_quick_benchmark_runs_and_reports_every_section(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--quick", "--threads", "1"]
+    res = subprocess.run([*cmd, "--json", str(out)], capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stderr[-2000:]
+    report = json.loads(out.read_text())
+    assert report["matmul_peak_gflops"] > 0
+    tiny = report["training"]["tiny"]
+    for impl in ("aiayn", "nn.Transformer", "textbook"):
+        assert tiny[impl]["tgt_tokens_per_s"] > 0
+        assert 0 < tiny[impl]["mfu"] < 1.5  # a fraction of the measured peak
+        assert report["memory"]["tiny"][impl]["peak_rss_mib"] > 0
+    assert set(report["decoding"]) >= {"greedy cached", "beam 4 cached", "textbook greedy"}
+    assert "aiayn/x" in res.stdout  # the table was printed
+
+
+def test_flop_count_matches_a_hand_count() -> None:
+    """2 m k n per matmul; the output layer and attention included; training = 3 x forward."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from flops import forward_flops, training_flops
+
+    from aiayn import ModelConfig
+
+    cfg = ModelConfig(vocab_size=10, d_model=4, n_heads=2, d_ff=8, n_layers=1)
+    B, S, T, D, F, V = 1, 3, 2, 4, 8, 10
+    attn = lambda lq, lk: 2 * lq * D * D + 2 * lk * D * 2 * D + 2 * lq * D * D + 2 * 2 * lq * lk * D  # noqa: E731
+    enc = attn(S, S) + 2 * 2 * S * D * F
+    dec = attn(T, T) + attn(T, S) + 2 * 2 * T * D * F
+    assert forward_flops(B, S, T, cfg) == enc + dec + 2 * T * D * V
+    assert training_flops(B, S, T, cfg) == 3 * forward_flops(B, S, T, cfg)
