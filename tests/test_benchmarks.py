@@ -41,3 +41,20 @@ def test_flop_count_matches_a_hand_count() -> None:
     dec = attn(T, T) + attn(T, S) + 2 * 2 * T * D * F
     assert forward_flops(B, S, T, cfg) == enc + dec + 2 * T * D * V
     assert training_flops(B, S, T, cfg) == 3 * forward_flops(B, S, T, cfg)
+
+
+SHARED_M30K = ROOT.parent / "shared" / "data" / "multi30k"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not SHARED_M30K.is_dir(), reason="no local Multi30k copy beside the repo")
+def test_multi30k_benchmark_runs_end_to_end(tmp_path: Path) -> None:
+    """The whole benchmark on a budget of seconds: prepare, train, average, evaluate, report."""
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "multi30k.py")]
+    cmd += ["--multi30k-dir", str(SHARED_M30K), "--run", str(tmp_path / "m30k")]
+    cmd += ["--minutes", "0.05", "--test-limit", "5", "--threads", "1"]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    summary = json.loads((tmp_path / "m30k" / "multi30k.json").read_text())
+    assert summary["sacrebleu"]["signature"].startswith("nrefs:1")
+    assert "sacreBLEU" in res.stdout
