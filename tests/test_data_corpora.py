@@ -197,6 +197,27 @@ def test_packaged_prepare_from_cached_debs(tmp_path: Path, monkeypatch, capsys) 
     shutil.rmtree(tmp_path / "trees")
     assert main([*args, "--out", str(tmp_path / "out2")]) == 0
     assert load_prepared(tmp_path / "out2").manifest["splits"] == data.manifest["splits"]
+    # --origins keeps only the named parts and counts the rest as dropped
+    only = tmp_path / "out3"
+    assert main([*args, "--origins", "help,ui", "--out", str(only)]) == 0
+    kept = load_prepared(only)
+    kept_texts = [t for n in ("train", "valid", "test") for t in kept.texts(n)[0]]
+    assert "Please do not throw away!" not in kept_texts  # a Ding sentence
+    assert "Apple" in kept_texts
+    assert len(kept_texts) == len(texts) - 2  # the fixture's two Ding pairs
+    assert kept.manifest["dropped"]["source:ding:not_selected"] == 2
+    assert kept.manifest["source_info"]["origins"] == ["help", "ui"]
+    capsys.readouterr()
+    assert main([*args, "--origins", "help,wiki", "--out", str(tmp_path / "bad")]) == 2
+    err = capsys.readouterr().err
+    assert "--origins: wiki is not a part of the packaged corpus" in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "bad").exists()
+    assert (
+        main(["prepare", "--source", "numbers", "--origins", "ui", "--out", str(tmp_path / "n")])
+        == 2
+    )
+    assert "--origins applies to --source packaged" in capsys.readouterr().err
 
 
 def test_missing_apt_get_says_what_to_do(tmp_path: Path, monkeypatch, capsys) -> None:

@@ -79,6 +79,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="keep only pairs of at most N words a side, in every split (a subset of short "
         "sentences; default 0: no limit)",
     )
+    parser.add_argument(
+        "--origins",
+        default=None,
+        help="packaged: the parts to keep, comma-separated, of help (LibreOffice help), ui "
+        "(LibreOffice UI strings) and ding (Ding's example sentences; EN-DE only) "
+        "(default: all)",
+    )
     parser.add_argument("--num-pairs", type=int, help="numbers/copy/reverse: pairs to generate")
     parser.add_argument("--valid-share", type=float, default=0.02, help="hash split (default 0.02)")
     parser.add_argument("--test-share", type=float, default=0.02, help="hash split (default 0.02)")
@@ -122,11 +129,16 @@ def open_corpus(args: argparse.Namespace, langs: tuple[str, str], cache: Path):
     n = args.num_pairs if args.num_pairs is not None else DEFAULT_PAIRS.get(args.source, 0)
     progress = not args.no_progress and sys.stderr.isatty()
     if args.source == "packaged":
-        from aiayn.data.corpora.packaged import packaged_corpus
+        from aiayn.data.corpora.packaged import ORIGINS, packaged_corpus
 
         if "en" not in langs:
             raise UserError("--source packaged: --lang-pair en-de, de-en, en-fr or fr-en")
-        return packaged_corpus(other, cache, refresh=args.refresh, progress=progress)
+        origins = tuple(o.strip() for o in args.origins.split(",")) if args.origins else ORIGINS
+        return packaged_corpus(
+            other, cache, refresh=args.refresh, progress=progress, origins=origins
+        )
+    if args.origins:
+        raise UserError(f"--origins applies to --source packaged, not {args.source}")
     if args.source == "multi30k":
         from aiayn.data.corpora.multi30k import BASE_URL, multi30k_corpus
 

@@ -34,6 +34,7 @@ PACKAGES = {
     "fr": (HELP_EN, "libreoffice-help-fr", "libreoffice-l10n-fr"),
 }
 LICENCES = {"help": "MPL-2.0", "ui": "MPL-2.0", "ding": "GPL-2+"}
+ORIGINS = ("help", "ui", "ding")  # LibreOffice help paragraphs, UI strings, Ding's sentences
 OTHER_SOURCES = "or use another source: --source multi30k, numbers or files"
 
 
@@ -172,16 +173,32 @@ def hash_str(s: str) -> int:
 
 
 def packaged_corpus(
-    lang: str, cache: Path, refresh: bool = False, progress: bool = False
+    lang: str,
+    cache: Path,
+    refresh: bool = False,
+    progress: bool = False,
+    origins: tuple[str, ...] = ORIGINS,
 ) -> Corpus:
-    """EN-DE (or EN-FR) pairs of the Debian packages, extracted by our own code."""
+    """EN-DE (or EN-FR) pairs of the Debian packages, extracted by our own code.
+
+    ``origins`` keeps only the pairs of those parts (help, ui, ding); the others are counted
+    as dropped ("<origin>:not_selected").
+    """
+    unknown = sorted(set(origins) - set(ORIGINS))
+    if unknown or not origins:
+        raise UserError(
+            f"--origins: {','.join(unknown) or 'nothing'} is not a part of the packaged corpus; "
+            f"choose from {','.join(ORIGINS)}"
+        )
     tsv, stats = cached_pairs(lang, cache, refresh, progress)
+    keep = frozenset(origins)
 
     def stream() -> Iterator[tuple[str, str]]:
         with tsv.open(encoding="utf-8") as fh:
             for line in fh:
-                _origin, en, other = line.rstrip("\n").split("\t")
-                yield en, other
+                origin, en, other = line.rstrip("\n").split("\t")
+                if origin in keep:
+                    yield en, other
 
     corpus = Corpus(
         "packaged",
@@ -191,9 +208,11 @@ def packaged_corpus(
             "packages": stats["packages"],
             "extractor_version": EXTRACTOR_VERSION,
             "kept_by_origin": stats["kept"],
+            "origins": [o for o in ORIGINS if o in keep],
             "licences": LICENCES,
         },
-        size_hint=sum(stats["kept"].values()),
+        size_hint=sum(n for o, n in stats["kept"].items() if o in keep),
     )
     corpus.drops.update(stats["dropped"])
+    corpus.drops.update({f"{o}:not_selected": n for o, n in stats["kept"].items() if o not in keep})
     return corpus
