@@ -52,9 +52,23 @@ def test_multi30k_benchmark_runs_end_to_end(tmp_path: Path) -> None:
     """The whole benchmark on a budget of seconds: prepare, train, average, evaluate, report."""
     cmd = [sys.executable, str(ROOT / "benchmarks" / "multi30k.py")]
     cmd += ["--multi30k-dir", str(SHARED_M30K), "--run", str(tmp_path / "m30k")]
-    cmd += ["--minutes", "0.05", "--test-limit", "5", "--threads", "1"]
+    cmd += ["--minutes", "0.05", "0.1", "--test-limit", "5", "--threads", "1"]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-2000:]
     summary = json.loads((tmp_path / "m30k" / "multi30k.json").read_text())
     assert summary["sacrebleu"]["signature"].startswith("nrefs:1")
-    assert "sacreBLEU" in res.stdout
+    assert res.stdout.count("sacreBLEU") == 2  # evaluated at each budget of the one run
+    first, second = summary["budgets"]
+    assert first["budget_minutes"] == 0.05
+    assert second["budget_minutes"] == 0.1
+    assert 0 < first["steps"] <= second["steps"]  # the second budget resumed the first
+    assert first["training_minutes"] < second["training_minutes"]
+    assert "resumed from" in res.stderr + res.stdout
+
+
+def test_multi30k_benchmark_rejects_budgets_out_of_order() -> None:
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "multi30k.py"), "--minutes", "60", "40"]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2
+    assert "--minutes must be positive and increasing" in res.stderr
+    assert "Traceback" not in res.stderr

@@ -149,3 +149,34 @@ def test_aiayn_demo_runs_end_to_end(tmp_path, capsys) -> None:
 def test_aiayn_demo_rejects_a_bad_budget(tmp_path, capsys) -> None:
     assert main(["demo", "--minutes", "0", "--run", str(tmp_path / "r")]) == 2
     assert "--minutes" in capsys.readouterr().err
+
+
+def test_demo_reuses_prepared_data_only_when_its_settings_match(tmp_path, monkeypatch) -> None:
+    """A demo-data directory of other settings (an older subset, vocabulary) is prepared anew."""
+    import argparse
+    from types import SimpleNamespace
+
+    from aiayn.cli import demo
+
+    calls: list[list[str]] = []
+    monkeypatch.setattr(demo, "_cli", lambda argv, quiet=False: calls.append(argv) or 0)
+    manifest = {
+        "source": "packaged",
+        "options": {"max_words": 12, "vocab_size": demo.DEMO_VOCAB},
+        "source_info": {"origins": ["help", "ui"]},
+    }
+    monkeypatch.setattr("aiayn.data.load_prepared", lambda _: SimpleNamespace(manifest=manifest))
+    parser = argparse.ArgumentParser()
+    demo.add_arguments(parser)
+    args = parser.parse_args(["--no-progress"])
+    assert demo._prepare(args, tmp_path) == "packaged"
+    assert calls == []  # same settings: reused
+    args = parser.parse_args(["--no-progress", "--origins", "help,ui,ding"])
+    assert demo._prepare(args, tmp_path) == "packaged"
+    assert calls
+    assert calls[-1][calls[-1].index("--origins") + 1] == "help,ui,ding"
+    calls.clear()
+    args = parser.parse_args(["--no-progress", "--max-words", "20"])
+    demo._prepare(args, tmp_path)
+    assert calls
+    assert "20" in calls[-1]

@@ -24,7 +24,9 @@ import shutil
 import time
 from pathlib import Path
 
-# The demo's recipe: see docs/demo.md for what was tried and what each gave.
+# The demo's data and recipe: see docs/demo.md for what was tried and what each gave.
+DEMO_ORIGINS = "help,ui"  # the LibreOffice texts: one domain, consistent terms
+DEMO_VOCAB = 8000
 DEMO_TRAIN_FLAGS = [
     "--preset",
     "tiny",
@@ -62,6 +64,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-words", type=int, default=12, help="demo subset: words per side (default 12)"
     )
+    parser.add_argument(
+        "--origins",
+        default=DEMO_ORIGINS,
+        help=f"packaged parts to keep (default {DEMO_ORIGINS}: the software texts, no Ding)",
+    )
+    parser.add_argument(
+        "--vocab-size", type=int, default=DEMO_VOCAB, help=f"shared BPE (default {DEMO_VOCAB})"
+    )
     parser.add_argument("--average", type=int, default=5, help="checkpoints to average (default 5)")
     parser.add_argument(
         "--threads", type=int, default=0, help="intra-op threads (default: all cores)"
@@ -94,15 +104,33 @@ def _prepare(args: argparse.Namespace, data: Path) -> str:
     from aiayn.data import load_prepared
     from aiayn.errors import UserError
 
+    packaged = [
+        "--source",
+        "packaged",
+        "--origins",
+        args.origins,
+        "--max-words",
+        str(args.max_words),
+    ]
     with contextlib.suppress(UserError):
-        prepared = load_prepared(data)
-        _say(f"reusing the prepared data in {data} ({prepared.manifest.get('source')})")
-        return str(prepared.manifest.get("source"))
+        manifest = load_prepared(data).manifest
+        options, info = manifest.get("options", {}), manifest.get("source_info", {})
+        same = manifest.get("source") == args.source and (
+            args.source != "packaged"
+            or (
+                options.get("max_words") == args.max_words
+                and options.get("vocab_size") == args.vocab_size
+                and sorted(info.get("origins", [])) == sorted(args.origins.split(","))
+            )
+        )
+        if same:  # prepared by an earlier demo with these settings
+            _say(f"reusing the prepared data in {data} ({args.source})")
+            return args.source
     base = ["prepare", "--out", str(data), "--overwrite"]
     if args.no_progress:
         base.append("--no-progress")
     if args.source == "packaged":
-        rc = _cli([*base, "--source", "packaged", "--max-words", str(args.max_words)])
+        rc = _cli([*base, *packaged, "--vocab-size", str(args.vocab_size)])
         if rc == 0:
             return "packaged"
         _say("the packaged corpus could not be had here (see above): using the numbers task")
