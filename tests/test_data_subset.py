@@ -1,4 +1,4 @@
-"""aiayn prepare --max-words: a subset of short sentences, in every split, counted."""
+"""aiayn prepare --max-words and --min-words: a subset of sentences, in every split, counted."""
 
 import json
 from pathlib import Path
@@ -37,3 +37,29 @@ def test_max_words_negative_is_a_clear_error(tmp_path: Path, capsys) -> None:
     args = ["prepare", "--source", "files", "--tsv", str(tsv), "--out", str(tmp_path / "o")]
     assert main([*args, "--max-words", "-1"]) == 2
     assert "--max-words" in capsys.readouterr().err
+
+
+def test_min_words_drops_short_pairs_and_counts_them(tmp_path: Path) -> None:
+    tsv = tmp_path / "pairs.tsv"
+    tsv.write_text("".join(f"{e}\t{d}\n" for e, d in SHORT + LONG), encoding="utf-8")
+    out = tmp_path / "long"
+    args = ["prepare", "--no-progress", "--source", "files", "--tsv", str(tsv), "--out", str(out)]
+    assert main([*args, "--vocab-size", "300", "--min-words", "5", "--max-words", "8"]) == 0
+    data = load_prepared(out)
+    kept = [p for split in ("train", "valid", "test") for p in zip(*data.texts(split), strict=True)]
+    assert len(kept) == len(LONG)
+    assert all(5 <= max(len(s.split()), len(t.split())) <= 8 for s, t in kept)
+    assert data.manifest["dropped"]["under_min_words"] == len(SHORT)
+    assert data.manifest["options"]["min_words"] == 5
+
+
+def test_min_words_above_max_words_is_a_clear_error(tmp_path: Path, capsys) -> None:
+    tsv = tmp_path / "pairs.tsv"
+    tsv.write_text("a\tb\n", encoding="utf-8")
+    out = tmp_path / "o"
+    args = ["prepare", "--source", "files", "--tsv", str(tsv), "--out", str(out)]
+    assert main([*args, "--min-words", "9", "--max-words", "4"]) == 2
+    err = capsys.readouterr().err
+    assert "--min-words 9 is above --max-words 4" in err
+    assert "Traceback" not in err
+    assert not out.exists()

@@ -80,6 +80,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "sentences; default 0: no limit)",
     )
     parser.add_argument(
+        "--min-words",
+        type=int,
+        default=0,
+        help="keep only pairs whose longer side has at least N words, in every split (default 0)",
+    )
+    parser.add_argument(
         "--origins",
         default=None,
         help="packaged: the parts to keep, comma-separated, of help (LibreOffice help), ui "
@@ -207,6 +213,7 @@ def run(args: argparse.Namespace) -> int:
         max_len=args.max_len,
         max_ratio=args.max_ratio,
         max_words=args.max_words,
+        min_words=args.min_words,
         valid_share=args.valid_share,
         test_share=args.test_share,
         seed=args.seed,

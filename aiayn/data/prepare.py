@@ -63,6 +63,7 @@ class PrepareOptions:
     max_ratio: float = 3.0  # longer / shorter side in UTF-8 bytes (+10), training pairs only
     max_words: int = 0  # EXTENSION: keep only pairs of at most this many words a side, every
     #                     split (a subset of short sentences, e.g. for the demo); 0: no limit
+    min_words: int = 0  # EXTENSION: ... and at least this many words on the longer side
     valid_share: float = 0.02  # hash-split sources: share of English sentences for valid
     test_share: float = 0.02  # ... and for test
     seed: int = 1  # salts the split hash
@@ -78,6 +79,12 @@ class PrepareOptions:
             raise UserError(f"--bpe-max-pairs must be >= 0, got {self.bpe_max_pairs}")
         if self.max_words < 0:
             raise UserError(f"--max-words must be >= 0, got {self.max_words}")
+        if self.min_words < 0:
+            raise UserError(f"--min-words must be >= 0, got {self.min_words}")
+        if self.max_words and self.min_words > self.max_words:
+            raise UserError(
+                f"--min-words {self.min_words} is above --max-words {self.max_words}: no pair fits"
+            )
         if self.max_ratio < 1:
             raise UserError(f"--max-ratio must be >= 1, got {self.max_ratio}")
         for name in ("valid_share", "test_share"):
@@ -137,8 +144,12 @@ def _stage(corpus: Corpus, opts: PrepareOptions, stage: Path, drops: Counter) ->
                 if not a or not b:
                     drops["empty"] += 1
                     continue
-                if opts.max_words and max(a.count(" "), b.count(" ")) >= opts.max_words:
+                words = max(a.count(" "), b.count(" ")) + 1  # collapse() left single spaces
+                if opts.max_words and words > opts.max_words:
                     drops["over_max_words"] += 1  # the subset asked for: counted, all splits
+                    continue
+                if words < opts.min_words:
+                    drops["under_min_words"] += 1
                     continue
                 en = (a, b)[en_side]
                 src, tgt = (b, a) if flip else (a, b)
