@@ -162,8 +162,12 @@ def test_demo_reuses_prepared_data_only_when_its_settings_match(tmp_path, monkey
     monkeypatch.setattr(demo, "_cli", lambda argv, quiet=False: calls.append(argv) or 0)
     manifest = {
         "source": "packaged",
-        "options": {"max_words": 12, "vocab_size": demo.DEMO_VOCAB},
-        "source_info": {"origins": ["help", "ui"]},
+        "options": {
+            "max_words": demo.DEMO_MAX_WORDS,
+            "min_words": demo.DEMO_MIN_WORDS,
+            "vocab_size": demo.DEMO_VOCAB,
+        },
+        "source_info": {"origins": demo.DEMO_ORIGINS.split(",")},
     }
     monkeypatch.setattr("aiayn.data.load_prepared", lambda _: SimpleNamespace(manifest=manifest))
     parser = argparse.ArgumentParser()
@@ -176,7 +180,8 @@ def test_demo_reuses_prepared_data_only_when_its_settings_match(tmp_path, monkey
     assert calls
     assert calls[-1][calls[-1].index("--origins") + 1] == "help,ui,ding"
     calls.clear()
-    args = parser.parse_args(["--no-progress", "--max-words", "20"])
+    args = parser.parse_args(["--no-progress", "--max-words", "20", "--min-words", "3"])
     demo._prepare(args, tmp_path)
     assert calls
-    assert "20" in calls[-1]
+    assert calls[-1][calls[-1].index("--max-words") + 1] == "20"
+    assert calls[-1][calls[-1].index("--min-words") + 1] == "3"

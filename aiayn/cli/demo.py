@@ -1,9 +1,10 @@
 """Run the whole flow of the paper on this machine: data, BPE, training, averaging, beam, BLEU.
 
 What `make demo` runs. On a 2-core CPU with nothing prepared:
-  1. prepares the packaged EN-DE corpus (real human translations from Debian packages), the
-     demo subset of sentences of at most --max-words words, with a shared BPE (section 5.1);
-     where Debian's packages cannot be had it says so and uses the numbers task instead;
+  1. prepares the packaged EN-DE corpus (real human translations from Debian packages): the
+     demo subset, LibreOffice help sentences of 6 to 25 words (--origins, --min-words,
+     --max-words), with a shared BPE (section 5.1); where Debian's packages cannot be had it
+     says so and uses the numbers task instead;
   2. trains the `tiny` preset with the paper's recipe (Adam 0.9/0.98/1e-9, Eq. (3), dropout
      0.1, label smoothing 0.1) for --minutes of wall-clock time, checkpointing as it goes;
   3. averages the last checkpoints (section 6.1), translates the held-out test set with beam 4
@@ -25,17 +26,22 @@ import time
 from pathlib import Path
 
 # The demo's data and recipe: see docs/demo.md for what was tried and what each gave.
-DEMO_ORIGINS = "help,ui"  # the LibreOffice texts: one domain, consistent terms
+DEMO_ORIGINS = "help"  # LibreOffice help: one domain, consistent terms, whole sentences
+DEMO_MIN_WORDS, DEMO_MAX_WORDS = 6, 25  # sentences, not one-word UI labels
 DEMO_VOCAB = 8000
+# DEVIATION(6.1): the last 2 checkpoints, not 5: the paper's 5 x 10 minutes are the end of a
+# converged 12-hour run; the last 5 of a 12-minute run span 40% of it, while the perplexity
+# still halves every 200 steps, and averaging them cost 2.4 BLEU (docs/demo.md).
+DEMO_AVERAGE = 2
 DEMO_TRAIN_FLAGS = [
     "--preset",
     "tiny",
     "--warmup",
-    "400",
+    "300",
     "--lr-scale",
     "0.5",
     "--max-tokens",
-    "4096",
+    "2048",
     "--save-every-minutes",
     "1",
     "--keep-last",
@@ -62,17 +68,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="corpus (default packaged; numbers needs nothing)",
     )
     parser.add_argument(
-        "--max-words", type=int, default=12, help="demo subset: words per side (default 12)"
+        "--max-words",
+        type=int,
+        default=DEMO_MAX_WORDS,
+        help=f"demo subset: at most N words a side (default {DEMO_MAX_WORDS})",
+    )
+    parser.add_argument(
+        "--min-words",
+        type=int,
+        default=DEMO_MIN_WORDS,
+        help=f"demo subset: at least N words on the longer side (default {DEMO_MIN_WORDS})",
     )
     parser.add_argument(
         "--origins",
         default=DEMO_ORIGINS,
-        help=f"packaged parts to keep (default {DEMO_ORIGINS}: the software texts, no Ding)",
+        help=f"packaged parts to keep, of help, ui, ding (default {DEMO_ORIGINS})",
     )
     parser.add_argument(
         "--vocab-size", type=int, default=DEMO_VOCAB, help=f"shared BPE (default {DEMO_VOCAB})"
     )
-    parser.add_argument("--average", type=int, default=5, help="checkpoints to average (default 5)")
+    parser.add_argument(
+        "--average",
+        type=int,
+        default=DEMO_AVERAGE,
+        help=f"checkpoints to average, one a minute (default {DEMO_AVERAGE})",
+    )
     parser.add_argument(
         "--threads", type=int, default=0, help="intra-op threads (default: all cores)"
     )
@@ -111,6 +131,8 @@ def _prepare(args: argparse.Namespace, data: Path) -> str:
         args.origins,
         "--max-words",
         str(args.max_words),
+        "--min-words",
+        str(args.min_words),
     ]
     with contextlib.suppress(UserError):
         manifest = load_prepared(data).manifest
@@ -119,6 +141,7 @@ def _prepare(args: argparse.Namespace, data: Path) -> str:
             args.source != "packaged"
             or (
                 options.get("max_words") == args.max_words
+                and options.get("min_words", 0) == args.min_words
                 and options.get("vocab_size") == args.vocab_size
                 and sorted(info.get("origins", [])) == sorted(args.origins.split(","))
             )
