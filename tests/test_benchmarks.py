@@ -57,7 +57,7 @@ def test_multi30k_benchmark_runs_end_to_end(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr[-2000:]
     summary = json.loads((tmp_path / "m30k" / "multi30k.json").read_text())
     assert summary["sacrebleu"]["signature"].startswith("nrefs:1")
-    assert res.stdout.count("sacreBLEU") == 2  # evaluated at each budget of the one run
+    assert res.stdout.count("Multi30k test2016: sacreBLEU") == 2  # at each budget of one run
     first, second = summary["budgets"]
     assert first["budget_minutes"] == 0.05
     assert second["budget_minutes"] == 0.1
