@@ -8,6 +8,8 @@ trains with the paper's recipe and the settings below for --minutes on this mach
 averages the last --average checkpoints (section 6.1), translates test2016 with beam 4 and
 alpha 0.6 and reports sacreBLEU (cased, 13a, with its signature) and the other figures of
 `aiayn evaluate`. Writes RUN/multi30k.json with the budget, the machine and the command.
+An existing --run directory is replaced only with --overwrite; the prepared data (RUN-data)
+is reused while its BPE size matches --vocab-size.
 Published small-model results on this test set are about 35-41 BLEU (see README).
 """
 
@@ -57,6 +59,15 @@ def _meta(run: Path) -> dict:
     return json.loads((latest / META_FILE).read_text(encoding="utf-8"))
 
 
+def _prepared_vocab(data: Path) -> int | None:
+    """The BPE size DATA was prepared with, or None if it holds no complete preparation."""
+    try:
+        manifest = json.loads((data / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return manifest.get("options", {}).get("vocab_size") if manifest.get("complete") else None
+
+
 def _trained_minutes(run: Path) -> float:
     return float(_meta(run)["elapsed_s"]) / 60
 
@@ -76,6 +87,7 @@ def main() -> int:
     ap.add_argument("--average", type=int, default=3, help="checkpoints to average (default 3)")
     ap.add_argument("--test-limit", type=int, default=0, help="score only the first N sentences")
     ap.add_argument("--threads", type=int, default=0, help="intra-op threads (default: all)")
+    ap.add_argument("--overwrite", action="store_true", help="replace an existing --run")
     args = ap.parse_args()
     budgets = args.minutes
     if any(b <= 0 for b in budgets) or budgets != sorted(set(budgets)):
@@ -86,7 +98,9 @@ def main() -> int:
         torch.set_num_threads(args.threads)
     run = Path(args.run)
     data = run.parent / f"{run.name}-data"
-    if not (data / "manifest.json").is_file():
+    if run.exists() and not args.overwrite:
+        ap.error(f"{run} exists; pass --overwrite to replace it, or another --run")
+    if _prepared_vocab(data) != args.vocab_size:  # missing, or prepared with another BPE
         prep = ["prepare", "--source", "multi30k", "--out", str(data), "--overwrite"]
         prep += ["--vocab-size", str(args.vocab_size), "--no-progress"]
         if args.multi30k_dir:
@@ -94,7 +108,7 @@ def main() -> int:
         if aiayn(prep) != 0:
             return 1
     if run.exists():
-        shutil.rmtree(run)  # a benchmark measures a fresh run
+        shutil.rmtree(run)  # --overwrite: a benchmark measures a fresh run
     every = max(budgets[0] / 20, 0.05)  # minutes between checkpoints
     results = []
     wall = 0.0  # seconds of the training commands (their validation and checkpoints included)

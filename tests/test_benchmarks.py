@@ -64,6 +64,11 @@ def test_multi30k_benchmark_runs_end_to_end(tmp_path: Path) -> None:
     assert 0 < first["steps"] <= second["steps"]  # the second budget resumed the first
     assert first["training_minutes"] < second["training_minutes"]
     assert "resumed from" in res.stderr + res.stdout
+    # the run directory is never replaced unasked
+    again = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert again.returncode == 2
+    assert "exists; pass --overwrite" in again.stderr
+    assert (tmp_path / "m30k" / "multi30k.json").is_file()
 
 
 def test_multi30k_benchmark_rejects_budgets_out_of_order() -> None:
