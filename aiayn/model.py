@@ -22,6 +22,7 @@ from torch import Tensor, nn
 
 from aiayn.attention import Cache, MultiHeadAttention, padding_mask
 from aiayn.config import ModelConfig
+from aiayn.dropout import dropout
 from aiayn.output_loss import tied_output_loss
 
 Record = dict[str, Tensor]
@@ -84,7 +85,7 @@ class FeedForward(nn.Module):
         if record is not None:
             record["hidden"] = hidden
         # EXTENSION: dropout after the ReLU (tensor2tensor's relu_dropout); off by default.
-        hidden = F.dropout(hidden, self.dropout, self.training)
+        hidden = dropout(hidden, self.dropout, self.training)
         return F.linear(hidden, self.w_2.t(), self.b_2)  # (B, L, D)
 
 
@@ -128,14 +129,14 @@ class EncoderLayer(nn.Module):
         drop = self.dropout if self.training else 0.0
         attn = _sub(record, "attn")
         if self.norm_first:
-            x = x + F.dropout(self.self_attn(self.norm1(x), keep=keep, record=attn), drop)
-            return x + F.dropout(self.ffn(self.norm2(x)), drop)  # (B, S, D)
+            x = x + dropout(self.self_attn(self.norm1(x), keep=keep, record=attn), drop)
+            return x + dropout(self.ffn(self.norm2(x)), drop)  # (B, S, D)
         m = self.self_attn(x, keep=keep, record=attn)  # (B, S, D): M_E
-        r = x + F.dropout(m, drop)  # (B, S, D): R_E
+        r = x + dropout(m, drop)  # (B, S, D): R_E
         h = self.norm1(r)  # (B, S, D): H_E
         ffn = _sub(record, "ffn")
         f = self.ffn(h, record=ffn)  # (B, S, D): F_E
-        z = self.norm2(h + F.dropout(f, drop))  # (B, S, D): Z_E
+        z = self.norm2(h + dropout(f, drop))  # (B, S, D): Z_E
         if record is not None:
             record.update(X=x, M_E=m, R_E=r, H_E=h, F_E=f, Z_E=z)
         return z
@@ -172,23 +173,23 @@ class DecoderLayer(nn.Module):
         c_cross = cache["cross"] if cache is not None else None
         rec_self, rec_cross = _sub(record, "self_attn"), _sub(record, "cross_attn")
         if self.norm_first:
-            y = y + F.dropout(
+            y = y + dropout(
                 self.self_attn(self.norm1(y), causal=True, cache=c_self, record=rec_self), drop
             )
-            y = y + F.dropout(
+            y = y + dropout(
                 self.cross_attn(self.norm2(y), memory, src_keep, cache=c_cross, record=rec_cross),
                 drop,
             )
-            return y + F.dropout(self.ffn(self.norm3(y)), drop)  # (B, T, D)
+            return y + dropout(self.ffn(self.norm3(y)), drop)  # (B, T, D)
         m_self = self.self_attn(y, causal=True, cache=c_self, record=rec_self)  # (B, T, D)
-        r_self = y + F.dropout(m_self, drop)  # (B, T, D)
+        r_self = y + dropout(m_self, drop)  # (B, T, D)
         h = self.norm1(r_self)  # (B, T, D): H_D
         m_cross = self.cross_attn(h, memory, src_keep, cache=c_cross, record=rec_cross)
-        r_cross = h + F.dropout(m_cross, drop)  # (B, T, D)
+        r_cross = h + dropout(m_cross, drop)  # (B, T, D)
         h_cross = self.norm2(r_cross)  # (B, T, D)
         ffn = _sub(record, "ffn")
         f = self.ffn(h_cross, record=ffn)  # (B, T, D): F_D
-        z = self.norm3(h_cross + F.dropout(f, drop))  # (B, T, D): Z_D
+        z = self.norm3(h_cross + dropout(f, drop))  # (B, T, D): Z_D
         if record is not None:
             record.update(
                 X=y,
@@ -286,7 +287,7 @@ class Transformer(nn.Module):
         """
         x = F.embedding(ids, self.embedding) * math.sqrt(self.config.d_model)  # (B, L, D)
         x = x + self.positions(ids.size(1), offset)  # (B, L, D)
-        return F.dropout(x, self.config.dropout, self.training)
+        return dropout(x, self.config.dropout, self.training)
 
     def encode(self, src: Tensor, record: Record | None = None) -> tuple[Tensor, Tensor]:
         """Z_E = Encoder(X_E).  Section 3.1.

@@ -6,8 +6,10 @@ materialises the (N, V) logits, their log-softmax and the gradient of each: at t
 shared vocabulary of 37000 and 4096 target tokens that is 600 MB a copy. Here the tokens go in
 chunks: for each chunk the logits are computed, the loss taken, and the gradient with respect
 to the logits, p - q (softmax minus smoothed target), turned at once into the gradients of Z_D
-and E. Only (chunk, V) is ever alive. The numbers equal the plain path (a test proves it); the
-same matmuls run, in a different order. This is an optimisation, not a departure.
+and E. Only (chunk, V) is ever alive, and one exponential pass serves both log-sum-exp and the
+softmax. Padding positions are left out before the output layer (they add nothing to the
+loss), so no logits are computed for them. The numbers equal the plain path (a test proves
+it); the same matmuls run, in a different order. This is an optimisation, not a departure.
 
 >>> z = torch.randn(5, 4, dtype=torch.float64); E = torch.randn(7, 4, dtype=torch.float64)
 >>> y = torch.tensor([1, 2, 0, 3, 6])
@@ -34,10 +36,15 @@ def _chunk_loss(
     V = E.size(0)
     logits = z @ E.t()  # (C, V)
     logits = logits.to(torch.promote_types(logits.dtype, torch.float32))  # fp32 at least
-    lse = logits.logsumexp(dim=-1)  # (C,)
     keep = y != pad_id  # (C,)
-    nll = lse - logits.gather(1, y[:, None]).squeeze(1)  # (C,): -log p_y
-    total = V * lse - logits.sum(dim=-1)  # (C,): -sum_j log p_j
+    top = logits.amax(dim=-1)  # (C,)
+    logit_y = logits.gather(1, y[:, None]).squeeze(1)  # (C,)
+    logit_sum = logits.sum(dim=-1)  # (C,)
+    e = logits.sub_(top[:, None]).exp_()  # (C, V): exp(logit - max), in the logits' memory
+    e_sum = e.sum(dim=-1)  # (C,)
+    lse = top + e_sum.log()  # (C,): log sum_j exp(logit_j)
+    nll = lse - logit_y  # (C,): -log p_y
+    total = V * lse - logit_sum  # (C,): -sum_j log p_j
     off = eps / (V - 1)
     smooth = (1.0 - eps) * nll + off * (total - nll)  # (C,)
     zero = torch.zeros((), dtype=smooth.dtype, device=smooth.device)
@@ -45,7 +52,7 @@ def _chunk_loss(
     nll_sum = torch.where(keep, nll, zero).sum()
     if not want_grad:
         return smooth_sum, nll_sum, None
-    grad = logits.sub_(lse[:, None]).exp_()  # (C, V): p, reusing the logits' memory
+    grad = e.mul_(e_sum.reciprocal()[:, None])  # (C, V): p = softmax, still the same memory
     grad.sub_(off)  # p - eps / (V - 1)
     grad.scatter_add_(1, y[:, None], torch.full_like(nll[:, None], off - (1.0 - eps)))
     grad.mul_(keep[:, None])  # padding contributes nothing
@@ -95,5 +102,8 @@ def tied_output_loss(
     """
     z2 = z.reshape(-1, z.size(-1))  # (N, D)
     y = target.reshape(-1)  # (N,)
+    real = (y != pad_id).nonzero().squeeze(1)  # (N',): the positions that are not padding
+    if real.numel() < y.numel():  # padding adds nothing to the loss: skip its logits
+        z2, y = z2.index_select(0, real), y.index_select(0, real)  # (N', D), (N',)
     smooth, nll = _TiedOutputLoss.apply(z2, E, y, float(eps), int(pad_id), int(chunk))
-    return smooth, nll, int((y != pad_id).sum())
+    return smooth, nll, real.numel()
