@@ -1,7 +1,7 @@
 """aiayn against torch.nn.Transformer and a textbook implementation, in one run.
 
     python benchmarks/run.py --quick          # about a minute: tiny only
-    python benchmarks/run.py                  # a few minutes: tiny and base
+    python benchmarks/run.py                  # about 10 minutes on 2 cores: tiny and base
     python benchmarks/run.py --device cuda    # the same on a GPU
 
 Measures training throughput (forward, backward and Adam step with the label-smoothed loss, on
