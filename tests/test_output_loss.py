@@ -43,9 +43,12 @@ def test_all_padding_gives_zero_loss_and_zero_gradient() -> None:
     z = torch.randn(2, 3, 4, requires_grad=True)
     E = torch.randn(6, 4, requires_grad=True)
     smooth, nll, n = tied_output_loss(z, E, torch.zeros(2, 3, dtype=torch.long), 0.1, PAD)
-    assert n == 0 and float(smooth.detach()) == 0.0 and float(nll) == 0.0
+    assert n == 0
+    assert float(smooth.detach()) == 0.0
+    assert float(nll) == 0.0
     gz, gE = torch.autograd.grad(smooth, [z, E])
-    assert gz.abs().sum() == 0 and gE.abs().sum() == 0
+    assert gz.abs().sum() == 0
+    assert gE.abs().sum() == 0
 
 
 def test_large_logits_stay_finite() -> None:
