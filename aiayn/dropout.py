@@ -5,7 +5,7 @@ and normalized. In addition, we apply dropout to the sums of the embeddings and 
 encodings" (5.4), with P_drop = 0.1 for the base model.
 
 ``F.dropout`` on the CPU draws one Bernoulli variate per element and keeps a float mask for the
-backward pass; on the residual streams of a small model that is about a tenth of a training
+backward pass; on the residual streams of the `tiny` model that was 8% of a training
 step. Here the mask comes from 16 random bits per element, cut from 64-bit random words (four
 elements per draw of the generator), and is kept as booleans: about three times faster, a
 quarter of the mask memory. The drop probability is rounded to a multiple of 2^-16 (0.1 becomes
