@@ -27,16 +27,17 @@ DEFAULT_CHUNK = 1024  # tokens per chunk: (1024, 37000) fp32 is 150 MB
 
 
 def _chunk_loss(
-    z: Tensor, E: Tensor, y: Tensor, eps: float, pad_id: int, want_grad: bool
+    z: Tensor, E: Tensor, y: Tensor, eps: float, want_grad: bool
 ) -> tuple[Tensor, Tensor, Tensor | None]:
-    """Smoothed loss sum, NLL sum and d(smoothed sum)/d(logits) of one chunk.
+    """Smoothed loss sum, NLL sum and d(smoothed sum)/d(logits) of one chunk of real tokens.
+
+    Padding was removed before (``tied_output_loss``), so every row counts.
 
     Shapes: z (C, D), E (V, D), y (C,) -> scalars and (C, V).
     """
     V = E.size(0)
     logits = z @ E.t()  # (C, V)
     logits = logits.to(torch.promote_types(logits.dtype, torch.float32))  # fp32 at least
-    keep = y != pad_id  # (C,)
     top = logits.amax(dim=-1)  # (C,)
     logit_y = logits.gather(1, y[:, None]).squeeze(1)  # (C,)
     logit_sum = logits.sum(dim=-1)  # (C,)
@@ -47,21 +48,18 @@ def _chunk_loss(
     total = V * lse - logit_sum  # (C,): -sum_j log p_j
     off = eps / (V - 1)
     smooth = (1.0 - eps) * nll + off * (total - nll)  # (C,)
-    zero = torch.zeros((), dtype=smooth.dtype, device=smooth.device)
-    smooth_sum = torch.where(keep, smooth, zero).sum()
-    nll_sum = torch.where(keep, nll, zero).sum()
+    smooth_sum, nll_sum = smooth.sum(), nll.sum()
     if not want_grad:
         return smooth_sum, nll_sum, None
     grad = e.mul_(e_sum.reciprocal()[:, None])  # (C, V): p = softmax, still the same memory
     grad.sub_(off)  # p - eps / (V - 1)
     grad.scatter_add_(1, y[:, None], torch.full_like(nll[:, None], off - (1.0 - eps)))
-    grad.mul_(keep[:, None])  # padding contributes nothing
     return smooth_sum, nll_sum, grad
 
 
 class _TiedOutputLoss(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, z, E, y, eps, pad_id, chunk):  # type: ignore[override]
+    def forward(ctx, z, E, y, eps, chunk):  # type: ignore[override]
         want = ctx.needs_input_grad[0] or ctx.needs_input_grad[1]
         grad_z = torch.empty_like(z) if want else None  # (N, D)
         acc_E = torch.promote_types(E.dtype, torch.float32)
@@ -71,7 +69,7 @@ class _TiedOutputLoss(torch.autograd.Function):
         nll_sum = torch.zeros((), dtype=acc, device=z.device)
         for s in range(0, z.size(0), chunk):
             zc, yc = z[s : s + chunk], y[s : s + chunk]  # (C, D), (C,)
-            sm, nl, g = _chunk_loss(zc, E, yc, eps, pad_id, want)
+            sm, nl, g = _chunk_loss(zc, E, yc, eps, want)
             smooth_sum += sm
             nll_sum += nl
             if g is not None:
@@ -86,7 +84,7 @@ class _TiedOutputLoss(torch.autograd.Function):
     @staticmethod
     def backward(ctx, g_smooth, g_nll):  # type: ignore[override]
         grad_z, grad_E = ctx.saved_tensors
-        return grad_z * g_smooth, grad_E * g_smooth, None, None, None, None
+        return grad_z * g_smooth, grad_E * g_smooth, None, None, None
 
 
 def tied_output_loss(
@@ -103,7 +101,7 @@ def tied_output_loss(
     z2 = z.reshape(-1, z.size(-1))  # (N, D)
     y = target.reshape(-1)  # (N,)
     real = (y != pad_id).nonzero().squeeze(1)  # (N',): the positions that are not padding
-    if real.numel() < y.numel():  # padding adds nothing to the loss: skip its logits
+    if real.numel() < y.numel():  # padding adds nothing to the loss: no logits for it
         z2, y = z2.index_select(0, real), y.index_select(0, real)  # (N', D), (N',)
-    smooth, nll = _TiedOutputLoss.apply(z2, E, y, float(eps), int(pad_id), int(chunk))
+    smooth, nll = _TiedOutputLoss.apply(z2, E, y, float(eps), int(chunk))
     return smooth, nll, real.numel()

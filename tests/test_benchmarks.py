@@ -77,3 +77,34 @@ def test_multi30k_benchmark_rejects_budgets_out_of_order() -> None:
     assert res.returncode == 2
     assert "--minutes must be positive and increasing" in res.stderr
     assert "Traceback" not in res.stderr
+
+
+def test_all_three_models_step_with_aiayn_optimizer(monkeypatch) -> None:
+    """Same optimizer for every competitor: aiayn's make_optimizer (fused Adam on the CPU)."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import run as bench
+    import torch
+
+    made = []
+    real = bench.make_optimizer
+
+    def spy(params, cfg):
+        opt = real(params, cfg)
+        made.append(opt)
+        return opt
+
+    monkeypatch.setattr(bench, "make_optimizer", spy)
+    for impl in bench.IMPLS:
+        bench.make_step(impl, "tiny", torch.device("cpu"), bf16=False)
+    assert len(made) == 3
+    for opt in made:
+        assert opt.defaults["fused"] is True
+        assert opt.defaults["betas"] == (0.9, 0.98)
+        assert opt.defaults["eps"] == 1e-9
+
+
+def test_unknown_preset_is_refused_with_its_name() -> None:
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--presets", "huge"]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2
+    assert "huge" in res.stderr
