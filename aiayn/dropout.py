@@ -46,6 +46,25 @@ def keep_mask(shape: torch.Size | tuple[int, ...], n_drop: int) -> Tensor:
     return u >= n_drop - (1 << 15)
 
 
+class _MaskScale(torch.autograd.Function):
+    """y = where(m, x, 0) * s, and the same map for the gradient (it is linear in x).
+
+    Written out so that each direction is one pass into one new tensor; with autograd's
+    ``torch.where(m, x * s, 0)`` each direction allocated and filled two.
+    """
+
+    @staticmethod
+    def forward(ctx, x: Tensor, keep: Tensor, scale: float) -> Tensor:  # type: ignore[override]
+        ctx.save_for_backward(keep)
+        ctx.scale = scale
+        return torch.where(keep, x, 0.0).mul_(scale)  # (*)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> tuple[Tensor, None, None]:  # type: ignore[override]
+        (keep,) = ctx.saved_tensors
+        return _MaskScale.apply(grad, keep, ctx.scale), None, None  # (*)
+
+
 def dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
     """Dropout(x) = x * m / (1 - p), m_i ~ Bernoulli(1 - p) independent.  Section 5.4.
 
@@ -61,4 +80,4 @@ def dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
         return F.dropout(x, p, training=True)
     keep = keep_mask(x.shape, n_drop)  # (*), bool
     scale = LEVELS / (LEVELS - n_drop)  # 1 / (1 - p), p as rounded
-    return torch.where(keep, x * scale, 0.0)  # (*)
+    return _MaskScale.apply(x, keep, scale)  # (*)

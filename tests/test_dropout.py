@@ -35,6 +35,20 @@ def test_output_is_x_times_mask_over_keep_prob_and_gradient_is_the_same_mask() -
     torch.testing.assert_close(g, 3 * mask * scale + torch.zeros_like(x))
 
 
+def test_gradient_of_the_gradient_passes_through_the_same_mask() -> None:
+    """The backward pass is itself differentiable (create_graph), as autograd's where was."""
+    torch.manual_seed(4)
+    x = torch.randn(6, 9, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(6, 9, dtype=torch.float64, requires_grad=True)
+    y = dropout(x, 0.3)
+    scale = LEVELS / (LEVELS - round(0.3 * LEVELS))
+    mask = (y != 0).to(x.dtype)  # (6, 9)
+    (g,) = torch.autograd.grad((y * w).sum(), [x], create_graph=True)  # w * mask * scale
+    torch.testing.assert_close(g, w * mask * scale)
+    (gw,) = torch.autograd.grad((g * g).sum(), [w])  # d/dw sum (w m s)^2 = 2 w m s^2
+    torch.testing.assert_close(gw, 2 * w * mask * scale**2)
+
+
 def test_bits_are_independent_across_neighbours() -> None:
     """The four 16-bit quarters of one random word give independent masks."""
     torch.manual_seed(2)

@@ -667,6 +667,41 @@ def test_gradcheck_feed_forward() -> None:
     )
 
 
+def test_feed_forward_written_out_backward_equals_autograd_on_the_plain_path() -> None:
+    """The normal pass uses _FeedForwardFn (in-place ReLU, hand-written backward); the recording
+    pass is plain autograd. Same outputs and gradients, half the hidden units inactive."""
+    torch.manual_seed(3)
+    ffn = FeedForward(16, 64)
+    with torch.no_grad():
+        ffn.b_1.normal_()
+        ffn.b_2.normal_()
+    x = torch.randn(5, 7, 16, requires_grad=True)  # (B, L, D)
+    g = torch.randn(5, 7, 16)
+    fast = ffn(x)
+    record: dict = {}
+    plain = ffn(x, record=record)
+    assert 0.2 < float((record["hidden"] == 0).float().mean()) < 0.8  # the gate matters
+    torch.testing.assert_close(fast, plain)
+    wrt = [x, *ffn.parameters()]
+    for a, b in zip(
+        torch.autograd.grad(fast, wrt, g), torch.autograd.grad(plain, wrt, g), strict=True
+    ):
+        torch.testing.assert_close(a, b)
+    assert _ffn_fn_in_graph(fast)
+    assert not _ffn_fn_in_graph(plain)
+
+
+def test_feed_forward_with_relu_dropout_takes_the_plain_path() -> None:
+    ffn = FeedForward(8, 16, dropout=0.5).train()
+    assert not _ffn_fn_in_graph(ffn(torch.randn(2, 3, 8, requires_grad=True)))
+
+
+def _ffn_fn_in_graph(y: torch.Tensor) -> bool:
+    """Whether _FeedForwardFn's backward is among the first two nodes of y's graph."""
+    nodes = [y.grad_fn, *(f for f, _ in y.grad_fn.next_functions if f is not None)]
+    return any(type(n).__name__ == "_FeedForwardFnBackward" for n in nodes)
+
+
 @pytest.mark.parametrize("fused", [True, False], ids=["fused", "explicit"])
 def test_gradcheck_whole_tiny_transformer_loss(fused: bool) -> None:
     cfg = ModelConfig(
