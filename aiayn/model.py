@@ -1,7 +1,7 @@
 """The Transformer: embeddings, positions, FFN, layers, stacks.  Sections 3.1, 3.3, 3.4, 3.5.
 
 Every intermediate the study note names is available through ``trace``; the normal forward
-pass records nothing and uses the fused attention kernel.
+pass records nothing and uses the fast attention kernels (``aiayn.attention.attention``).
 
 >>> from aiayn import ModelConfig, Transformer
 >>> model = Transformer(ModelConfig(vocab_size=20, d_model=16, n_heads=2, d_ff=32, n_layers=1))

@@ -18,8 +18,12 @@ from torch import nn
 from torch.func import functional_call
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+import aiayn.attention
 from aiayn.attention import (
+    BATCHED_MAX_KEYS,
     MultiHeadAttention,
+    attention,
+    batched_attention,
     causal_mask,
     fused_attention,
     padding_mask,
@@ -233,6 +237,70 @@ def test_fused_path_equals_explicit_path(case) -> None:
     fused = fused_attention(q, k, v, keep)
     assert torch.isfinite(fused).all()
     torch.testing.assert_close(fused, ours, atol=1e-5, rtol=1e-5)
+
+
+@settings(max_examples=25, deadline=None)
+@given(_attention_case())
+def test_batched_path_equals_explicit_path(case) -> None:
+    """The additive-mask kernels (baddbmm, softmax, bmm) against Eq. (1) written out."""
+    q, k, v, keep = case
+    ours, _ = scaled_dot_product_attention(q, k, v, keep)
+    batched = batched_attention(q, k, v, keep)
+    assert torch.isfinite(batched).all()
+    torch.testing.assert_close(batched, ours, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize(("Lq", "Lk"), [(5, 5), (1, 5), (2, 6)], ids=["full", "step", "chunk"])
+def test_batched_causal_flag_equals_an_explicit_causal_mask(Lq: int, Lk: int) -> None:
+    """Query i sits at position Lk - Lq + i, as when decoding with a cache."""
+    q, k, v = _qkv(Lq=Lq, Lk=Lk)
+    keep = causal_mask(Lk)[Lk - Lq :]  # (Lq, Lk)
+    ours, _ = scaled_dot_product_attention(q, k, v, keep)
+    torch.testing.assert_close(batched_attention(q, k, v, causal=True), ours)
+    pad = padding_mask(torch.tensor([[4] * (Lk - 1) + [0], [4] * Lk]), 0)  # (B, 1, 1, Lk)
+    ours, _ = scaled_dot_product_attention(q, k, v, pad & keep)
+    torch.testing.assert_close(batched_attention(q, k, v, pad, causal=True), ours)
+
+
+def test_all_masked_row_is_zero_and_finite_on_the_batched_path_forward_and_backward() -> None:
+    q, k, v = _qkv(grad=True)
+    keep = _keep_with_empty_rows()
+    out = batched_attention(q, k, v, keep)
+    out.square().sum().backward()
+    assert torch.isfinite(out).all()
+    assert torch.all(out[0, :, 1] == 0)
+    for t in (q, k, v):
+        assert t.grad is not None
+        assert torch.isfinite(t.grad).all()
+    assert torch.all(q.grad[0, :, 1] == 0)
+
+
+def test_gradcheck_batched_attention() -> None:
+    q, k, v = _qkv(B=1, H=2, Lq=3, Lk=4, K=3, dtype=torch.float64, grad=True)
+    keep = _keep_with_empty_rows(B=1, H=2, Lq=3, Lk=4)
+    assert torch.autograd.gradcheck(lambda q, k, v: batched_attention(q, k, v, keep), (q, k, v))
+    assert torch.autograd.gradcheck(
+        lambda q, k, v: batched_attention(q, k, v, causal=True), (q, k[:, :, :3], v[:, :, :3])
+    )
+
+
+def test_attention_picks_batched_kernels_for_short_keys_on_the_cpu_and_sdpa_otherwise(
+    monkeypatch,
+) -> None:
+    calls: list[str] = []
+    batched, fused = aiayn.attention.batched_attention, aiayn.attention.fused_attention
+    monkeypatch.setattr(
+        aiayn.attention, "batched_attention", lambda *a, **k: calls.append("b") or batched(*a, **k)
+    )
+    monkeypatch.setattr(
+        aiayn.attention, "fused_attention", lambda *a, **k: calls.append("f") or fused(*a, **k)
+    )
+    q, k, v = _qkv(Lk=BATCHED_MAX_KEYS)
+    attention(q, k, v)  # CPU, short enough: batched
+    attention(q, k, v, dropout_p=0.1)  # attention dropout (an extension): SDPA
+    q, k, v = _qkv(Lk=BATCHED_MAX_KEYS + 1)
+    attention(q, k, v)  # long keys: the flash kernel keeps memory linear in Lk
+    assert calls == ["b", "f", "f"]
 
 
 # MultiHeadAttention --------------------------------------------------------------------------

@@ -850,7 +850,7 @@ def test_trace_logits_equal_forward_logits() -> None:
         torch.testing.assert_close(trace(model, SRC, TGT_IN).L, model(SRC, TGT_IN))
 
 
-def test_the_normal_forward_records_nothing_and_uses_the_fused_kernel(monkeypatch) -> None:
+def test_the_normal_forward_records_nothing_and_skips_the_explicit_path(monkeypatch) -> None:
     model = Transformer(tiny())
     before = {n: v for n, v in vars(model).items() if isinstance(v, torch.Tensor)}
 
