@@ -1,10 +1,13 @@
 """Model FLOPs of a training step, counted from the architecture (attention included).
 
-A matmul of (m, k) by (k, n) is 2 m k n FLOPs. Counted on the padded shapes the step computes:
-per layer the Q, K, V and W^O projections, Q K^T and the weighted sum of V (the full T x T for
-causal self-attention, as the paper's formulas write it), the FFN, and the output layer
-Z E^T. Embedding lookups, softmax, LayerNorm and the optimizer are not counted. A training step
-is taken as 3 forward passes (the backward pass costs twice the forward), the usual convention.
+A matmul of (m, k) by (k, n) is 2 m k n FLOPs. The encoder and decoder are counted on the
+padded (B, S) and (B, T) batch shapes: per layer the Q, K, V and W^O projections, Q K^T and the
+weighted sum of V (the full T x T for causal self-attention, as the paper's formulas write it)
+and the FFN. The output layer Z E^T is counted only for the target tokens that are not padding
+(the loss ignores the others, and aiayn computes no logits for them): counting them would credit
+aiayn with work it skips. Embedding lookups, softmax, LayerNorm and the optimizer are not
+counted. A training step is taken as 3 forward passes (the backward pass costs twice the
+forward), the usual convention.
 """
 
 from __future__ import annotations
@@ -27,18 +30,21 @@ def ffn_flops(B: int, L: int, cfg: ModelConfig) -> int:
     return 2 * 2 * B * L * cfg.d_model * cfg.d_ff
 
 
-def forward_flops(B: int, S: int, T: int, cfg: ModelConfig) -> int:
-    """FLOPs of one forward pass on a (B, S) source and (B, T) target batch."""
+def forward_flops(B: int, S: int, T: int, cfg: ModelConfig, n_out: int | None = None) -> int:
+    """FLOPs of one forward pass on a (B, S) source and (B, T) target batch.
+
+    n_out: target tokens that reach the loss (not padding); B T when None.
+    """
     enc = cfg.n_layers * (attention_flops(B, S, S, cfg, True) + ffn_flops(B, S, cfg))
     dec = cfg.decoder_layers * (
         attention_flops(B, T, T, cfg, True)
         + attention_flops(B, T, S, cfg, False)
         + ffn_flops(B, T, cfg)
     )
-    out = 2 * B * T * cfg.d_model * cfg.vocab_size
+    out = 2 * (B * T if n_out is None else n_out) * cfg.d_model * cfg.vocab_size
     return enc + dec + out
 
 
-def training_flops(B: int, S: int, T: int, cfg: ModelConfig) -> int:
+def training_flops(B: int, S: int, T: int, cfg: ModelConfig, n_out: int | None = None) -> int:
     """Forward + backward: 3 x forward."""
-    return 3 * forward_flops(B, S, T, cfg)
+    return 3 * forward_flops(B, S, T, cfg, n_out)

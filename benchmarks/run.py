@@ -138,7 +138,9 @@ def bench_training(preset: str, device, rounds: int, bf16: bool, peak: float) ->
     tgt = sum(b.n_tgt_tokens for b in used)
     src = sum(b.n_src_tokens for b in used)
     cfg = model_preset(preset, vocab_size=VOCAB[preset])
-    flops = sum(training_flops(len(b), b.src.size(1), b.tgt_in.size(1), cfg) for b in used)
+    flops = sum(
+        training_flops(len(b), b.src.size(1), b.tgt_in.size(1), cfg, b.n_tgt_tokens) for b in used
+    )
     result = {}
     for impl in IMPLS:
         med = statistics.median(times[impl])
@@ -249,7 +251,7 @@ def main() -> int:
     print(f"matmul peak (fp32, {args.threads} threads): {peak / 1e9:.1f} GFLOP/s")
     report["training"] = {}
     for preset in presets:
-        rounds = (3 if args.quick else 8) if preset == "tiny" else 3
+        rounds = (3 if args.quick else 16) if preset == "tiny" else 3
         res = bench_training(preset, device, rounds, args.bf16, peak)
         report["training"][preset] = res
         avg = res["batch_tgt_tokens_avg"]

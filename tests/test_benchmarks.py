@@ -41,6 +41,8 @@ def test_flop_count_matches_a_hand_count() -> None:
     dec = attn(T, T) + attn(T, S) + 2 * 2 * T * D * F
     assert forward_flops(B, S, T, cfg) == enc + dec + 2 * T * D * V
     assert training_flops(B, S, T, cfg) == 3 * forward_flops(B, S, T, cfg)
+    # The output layer counts only the target tokens that reach the loss (not padding).
+    assert forward_flops(B, S, T, cfg, n_out=1) == enc + dec + 2 * 1 * D * V
 
 
 SHARED_M30K = ROOT.parent / "shared" / "data" / "multi30k"
