@@ -132,23 +132,29 @@ def test_an_unknown_toml_setting_is_a_user_error_naming_it(tmp_path: Path) -> No
 def test_aiayn_demo_runs_end_to_end(tmp_path, capsys) -> None:
     """The whole flow on the numbers task (no apt needed), with a few seconds of training."""
     run = tmp_path / "runs" / "demo"
-    args = ["demo", "--source", "numbers", "--minutes", "0.05", "--run", str(run)]
-    assert main([*args, "--test-limit", "5", "--no-progress"]) == 0
+    args = ["demo", "--source", "numbers", "--run", str(run), "--test-limit", "5", "--no-progress"]
+    assert main([*args, "--steps", "12", "--minutes", "5"]) == 0  # the steps decide
     out = capsys.readouterr().out
+    assert "12 steps or 5 minutes" in out
+    assert [p.name for p in (run / "checkpoints").glob("step_*")] == ["step_00000012"]
     assert "sacreBLEU" in out
     assert "nrefs:1" in out  # the score with its signature
     for name in ("average.safetensors", "evaluation.json", "test.hyp", "walkthrough.html"):
         assert (run / name).is_file(), name
     assert list((run / "attention").glob("*.png")), "no attention heatmaps"
     assert list((run / "plots").glob("*.png")), "no training curves"
-    # A second demo reuses the prepared data and resumes the training when asked.
-    assert main([*args, "--test-limit", "5", "--no-progress", "--resume"]) == 0
-    assert "reusing the prepared data" in capsys.readouterr().out
+    # A second demo reuses the prepared data and, resumed, trains on for --minutes.
+    assert main([*args, "--minutes", "0.05", "--resume"]) == 0
+    out = capsys.readouterr().out
+    assert "reusing the prepared data" in out
+    assert "for 0.05 minutes" in out
+    assert len(list((run / "checkpoints").glob("step_*"))) == 2
 
 
-def test_aiayn_demo_rejects_a_bad_budget(tmp_path, capsys) -> None:
-    assert main(["demo", "--minutes", "0", "--run", str(tmp_path / "r")]) == 2
-    assert "--minutes" in capsys.readouterr().err
+@pytest.mark.parametrize(("flag", "value"), [("--minutes", "0"), ("--steps", "-1")])
+def test_aiayn_demo_rejects_a_bad_budget(tmp_path, capsys, flag: str, value: str) -> None:
+    assert main(["demo", flag, value, "--run", str(tmp_path / "r")]) == 2
+    assert flag in capsys.readouterr().err
 
 
 def test_demo_reuses_prepared_data_only_when_its_settings_match(tmp_path, monkeypatch) -> None:
