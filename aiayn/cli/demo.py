@@ -129,7 +129,7 @@ def _say(text: str) -> None:
 
 
 def _step(n: int, title: str) -> None:
-    _say(f"\n== {n}. {title} " + "=" * max(0, 70 - len(title)))
+    _say((f"\n== {n}. {title} " + "=" * max(0, 70 - len(title))).rstrip())
 
 
 def _cli(argv: list[str], quiet: bool = False) -> int:
