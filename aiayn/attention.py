@@ -27,16 +27,24 @@ def padding_mask(ids: Tensor, pad_id: int) -> Tensor:
     return (ids != pad_id)[:, None, None, :]  # (B, 1, 1, L)
 
 
-def causal_mask(length: int, device: torch.device | str | None = None) -> Tensor:
+def causal_mask(
+    length: int, device: torch.device | str | None = None, queries: int | None = None
+) -> Tensor:
     """keep[i, j] = (j <= i).  Section 3.2.3: "masking out (setting to -inf)" illegal connections.
 
     The note's step 7: M is 0 on and below the diagonal and -inf above; as a boolean keep-mask,
-    True on and below the diagonal.
+    True on and below the diagonal. With ``queries`` = Lq < length, only the last Lq rows:
+    query i sits at position length - Lq + i (decoding with a cache of earlier positions).
 
     >>> causal_mask(3).int().tolist()
     [[1, 0, 0], [1, 1, 0], [1, 1, 1]]
+    >>> causal_mask(3, queries=1).int().tolist()
+    [[1, 1, 1]]
+
+    Shapes: -> (Lq, length), Lq = queries or length.
     """
-    return torch.ones(length, length, dtype=torch.bool, device=device).tril()  # (L, L)
+    keep = torch.ones(length, length, dtype=torch.bool, device=device).tril()  # (L, L)
+    return keep if queries is None else keep[length - queries :]  # (Lq, L)
 
 
 def scaled_dot_product_attention(
@@ -97,7 +105,7 @@ def batched_attention(
     B, H, Lq, K = q.shape
     Lk = k.size(2)
     if causal:
-        future = causal_mask(Lk, q.device)[Lk - Lq :][None, None]  # (1, 1, Lq, Lk)
+        future = causal_mask(Lk, q.device, Lq)[None, None]  # (1, 1, Lq, Lk)
         keep = future if keep is None else keep & future
     q3 = q.reshape(B * H, Lq, K)  # (B H, Lq, K)
     k3 = k.reshape(B * H, Lk, K)  # (B H, Lk, K)
@@ -297,7 +305,7 @@ class MultiHeadAttention(nn.Module):
         else:
             if causal:
                 # Query i sits at position Lk - Lq + i (Lk > Lq when decoding with a cache).
-                future = causal_mask(Lk, x.device)[Lk - Lq :][None, None]  # (1, 1, Lq, Lk)
+                future = causal_mask(Lk, x.device, Lq)[None, None]  # (1, 1, Lq, Lk)
                 keep = future if keep is None else keep & future
             if record is None and self.fused:
                 out = attention(q, k, v, keep, p)  # (B, H, Lq, K)

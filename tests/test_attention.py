@@ -7,6 +7,7 @@ NaN trap of rows whose every key is masked.
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import pytest
@@ -161,20 +162,25 @@ def test_all_masked_row_is_zero_and_finite_on_the_explicit_path_forward_and_back
     assert torch.all(q.grad[0, :, 1] == 0)  # the empty row's query influences nothing
 
 
-@pytest.mark.parametrize("backend", CPU_BACKENDS, ids=lambda b: b.name)
-def test_all_masked_row_is_zero_and_finite_on_the_fused_path_forward_and_backward(
-    backend: SDPBackend,
+@pytest.mark.parametrize(
+    ("kernel", "backend"),
+    [*((fused_attention, b) for b in CPU_BACKENDS), (batched_attention, None)],
+    ids=[*(f"fused-{b.name}" for b in CPU_BACKENDS), "batched"],
+)
+def test_all_masked_row_is_zero_and_finite_on_the_fast_paths_forward_and_backward(
+    kernel, backend: SDPBackend | None
 ) -> None:
     q, k, v = _qkv(grad=True)
     keep = _keep_with_empty_rows()
-    with sdpa_kernel(backend):
-        out = fused_attention(q, k, v, keep)
+    with sdpa_kernel(backend) if backend is not None else contextlib.nullcontext():
+        out = kernel(q, k, v, keep)
         out.square().sum().backward()
     assert torch.isfinite(out).all()
     assert torch.all(out[0, :, 1] == 0)
     for t in (q, k, v):
         assert t.grad is not None
         assert torch.isfinite(t.grad).all()
+    assert torch.all(q.grad[0, :, 1] == 0)  # the empty row's query influences nothing
 
 
 def test_all_masked_source_in_multi_head_cross_attention_is_finite_on_both_paths() -> None:
@@ -229,50 +235,30 @@ def test_attention_rows_sum_to_one_or_zero_when_all_keys_are_masked(case) -> Non
         assert torch.all(weights[~keep.expand_as(weights)] == 0)
 
 
-@settings(max_examples=15, deadline=None)
-@given(_attention_case())
-def test_fused_path_equals_explicit_path(case) -> None:
+@pytest.mark.parametrize("kernel", [fused_attention, batched_attention], ids=["fused", "batched"])
+@settings(max_examples=20, deadline=None)
+@given(case=_attention_case())
+def test_fast_kernels_equal_the_explicit_path(kernel, case) -> None:
+    """SDPA and the additive-mask kernels (baddbmm, softmax, bmm) against Eq. (1) written out."""
     q, k, v, keep = case
     ours, _ = scaled_dot_product_attention(q, k, v, keep)
-    fused = fused_attention(q, k, v, keep)
-    assert torch.isfinite(fused).all()
-    torch.testing.assert_close(fused, ours, atol=1e-5, rtol=1e-5)
-
-
-@settings(max_examples=25, deadline=None)
-@given(_attention_case())
-def test_batched_path_equals_explicit_path(case) -> None:
-    """The additive-mask kernels (baddbmm, softmax, bmm) against Eq. (1) written out."""
-    q, k, v, keep = case
-    ours, _ = scaled_dot_product_attention(q, k, v, keep)
-    batched = batched_attention(q, k, v, keep)
-    assert torch.isfinite(batched).all()
-    torch.testing.assert_close(batched, ours, atol=1e-5, rtol=1e-5)
+    fast = kernel(q, k, v, keep)
+    assert torch.isfinite(fast).all()
+    torch.testing.assert_close(fast, ours, atol=1e-5, rtol=1e-5)
 
 
 @pytest.mark.parametrize(("Lq", "Lk"), [(5, 5), (1, 5), (2, 6)], ids=["full", "step", "chunk"])
 def test_batched_causal_flag_equals_an_explicit_causal_mask(Lq: int, Lk: int) -> None:
     """Query i sits at position Lk - Lq + i, as when decoding with a cache."""
     q, k, v = _qkv(Lq=Lq, Lk=Lk)
-    keep = causal_mask(Lk)[Lk - Lq :]  # (Lq, Lk)
+    keep = causal_mask(Lk, queries=Lq)  # (Lq, Lk)
+    assert keep.shape == (Lq, Lk)
+    assert bool(keep[-1].all())  # the newest query sees every key
     ours, _ = scaled_dot_product_attention(q, k, v, keep)
     torch.testing.assert_close(batched_attention(q, k, v, causal=True), ours)
     pad = padding_mask(torch.tensor([[4] * (Lk - 1) + [0], [4] * Lk]), 0)  # (B, 1, 1, Lk)
     ours, _ = scaled_dot_product_attention(q, k, v, pad & keep)
     torch.testing.assert_close(batched_attention(q, k, v, pad, causal=True), ours)
-
-
-def test_all_masked_row_is_zero_and_finite_on_the_batched_path_forward_and_backward() -> None:
-    q, k, v = _qkv(grad=True)
-    keep = _keep_with_empty_rows()
-    out = batched_attention(q, k, v, keep)
-    out.square().sum().backward()
-    assert torch.isfinite(out).all()
-    assert torch.all(out[0, :, 1] == 0)
-    for t in (q, k, v):
-        assert t.grad is not None
-        assert torch.isfinite(t.grad).all()
-    assert torch.all(q.grad[0, :, 1] == 0)
 
 
 def test_gradcheck_batched_attention() -> None:

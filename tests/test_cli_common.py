@@ -157,6 +157,41 @@ def test_aiayn_demo_rejects_a_bad_budget(tmp_path, capsys, flag: str, value: str
     assert flag in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("extra", "budget"),
+    [
+        ([], ["--max-minutes", "13.0", "--max-steps", "1000"]),
+        (["--steps", "0"], ["--max-minutes", "13.0", "--max-steps", "0"]),
+    ],
+    ids=["steps-decide", "minutes-decide"],
+)
+def test_demo_hands_its_budget_to_aiayn_train(tmp_path, monkeypatch, extra, budget) -> None:
+    """By default 1000 steps with 13 minutes as a cap; --steps 0 leaves it to the minutes."""
+    import argparse
+
+    from aiayn.cli import demo
+
+    class Stop(Exception):
+        pass
+
+    trains: list[list[str]] = []
+
+    def fake_cli(argv, quiet=False):
+        if argv[0] == "train":
+            trains.append(argv)
+            raise Stop
+        return 0
+
+    monkeypatch.setattr(demo, "_cli", fake_cli)
+    monkeypatch.setattr(demo, "_prepare", lambda args, data: "numbers")
+    parser = argparse.ArgumentParser()
+    demo.add_arguments(parser)
+    with pytest.raises(Stop):
+        demo.run(parser.parse_args(["--run", str(tmp_path / "demo"), *extra]))
+    assert trains[0][-4:] == budget
+    assert trains[0][trains[0].index("--save-every-steps") + 1] == "100"
+
+
 def test_demo_reuses_prepared_data_only_when_its_settings_match(tmp_path, monkeypatch) -> None:
     """A demo-data directory of other settings (an older subset, vocabulary) is prepared anew."""
     import argparse
