@@ -177,10 +177,13 @@ def run_bash(block: Block, cwd: Path, timeout: float = 300) -> subprocess.Comple
 
 
 def aiayn_commands(code: str) -> list[list[str]]:
-    """The argument lists of every ``aiayn`` call in a shell block (``aiayn``, ``-m aiayn``).
+    """The argument lists of every ``aiayn`` call in a shell block (``aiayn``, ``.venv/bin/aiayn``,
+    ``-m aiayn``).
 
     >>> aiayn_commands('echo "a b" | aiayn translate --beam 4 > out  # c\\npython -m aiayn x -y')
     [['translate', '--beam', '4'], ['x', '-y']]
+    >>> aiayn_commands(".venv/bin/aiayn demo --help")
+    [['demo', '--help']]
     """
     text = code.replace("\\\n", " ")
     calls = []
@@ -204,7 +207,7 @@ def _aiayn_args(segment: list[str]) -> list[list[str]]:
         if token and set(token) <= set("<>"):
             segment = segment[:i]
             break
-    if segment[:1] == ["aiayn"]:
+    if segment and Path(segment[0]).name == "aiayn":  # aiayn, or a path to it (.venv/bin/aiayn)
         return [segment[1:]]
     for i in range(len(segment) - 1):
         if segment[i] == "-m" and segment[i + 1] == "aiayn":
