@@ -135,6 +135,8 @@ def main() -> int:
                 "steps": _meta(run)["step"],
                 "sacrebleu": result["sacrebleu"],
                 "chrf": result["chrf"],
+                "lowercase_bleu": result.get("lowercase_bleu"),
+                "paper_bleu": result.get("paper_bleu"),
                 "averaged_checkpoints": result["averaged_checkpoints"],
                 "decode": result["decode"],
             }
@@ -144,6 +146,9 @@ def main() -> int:
             f"Multi30k test2016: sacreBLEU {bleu['score']:.2f} ({bleu['signature']}) after ", end=""
         )
         print(f"{trained:.1f} minutes of training on {os.cpu_count()} cores", flush=True)
+        if result.get("lowercase_bleu"):
+            lc = result["lowercase_bleu"]
+            print(f"  lowercased BLEU {lc['score']:.2f} ({lc['signature']}; {lc['label']})")
     summary = {
         "benchmark": "Multi30k EN-DE test2016 (1000 sentences)",
         **results[-1],

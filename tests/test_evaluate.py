@@ -201,3 +201,19 @@ def test_cli_evaluate_a_prepared_corpus(tmp_path, capsys) -> None:
     report = json.loads(out.read_text())
     assert report["split"] == "test"
     assert report["speed"]["sentences"] == len((data / "text" / "test.en").read_text().splitlines())
+
+
+def test_lowercase_bleu_is_labelled_and_ignores_case_only() -> None:
+    """The Multi30k papers' flavour: case-blind, labelled, and still BLEU (not a copy of cased)."""
+    from aiayn.evaluate import score_texts
+
+    hyps = ["A Dog Runs On The Grass .", "two men play ."]
+    refs = ["a dog runs on the grass .", "two men are playing football ."]
+    report = score_texts(hyps, refs)
+    lc = report["lowercase_bleu"]
+    assert "case:lc" in lc["signature"]
+    assert "Multi30k" in lc["label"]
+    assert lc["score"] > report["sacrebleu"]["score"]  # the case errors no longer count
+    assert lc["score"] < 100.0  # the second sentence still differs
+    same = score_texts([h.lower() for h in hyps], refs)
+    assert same["lowercase_bleu"]["score"] == pytest.approx(lc["score"])

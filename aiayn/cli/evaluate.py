@@ -81,6 +81,11 @@ def format_report(report: dict[str, Any]) -> str:
         ("sacreBLEU", f"{report['sacrebleu']['score']:.2f}", report["sacrebleu"]["signature"]),
         ("chrF2", f"{report['chrf']['score']:.2f}", report["chrf"]["signature"]),
         (
+            "lowercased BLEU",
+            f"{report['lowercase_bleu']['score']:.2f}",
+            f"{report['lowercase_bleu']['signature']} ({report['lowercase_bleu']['label']})",
+        ),
+        (
             "paper-compatible BLEU",
             f"{report['paper_bleu']['score']:.2f}",
             report["paper_bleu"]["label"],
