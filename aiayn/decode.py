@@ -180,6 +180,104 @@ def greedy_search(
     return out
 
 
+@dataclass(frozen=True)
+class BeamStep:
+    """One step of ``beam_search`` for one sentence, as the search itself saw it.  Section 6.1.
+
+    ``t``: |Y| of a hypothesis that ends at this step (EOS counted). ``live_before``: the
+    hypotheses the step extended (tokens without BOS, log-probability). ``candidates``: the
+    step's K best one-token extensions (all of the beam's K V, by log P(Y | X)), best first,
+    each a dict with ``parent`` (index into live_before), ``token``, ``tokens``, ``logprob``,
+    ``lp`` = lp(t), ``score`` = logprob / lp and ``status``: "live" (kept for the next step),
+    "finished" (ended with EOS, joins the n-best), "no slot" (ranked beyond the K - finished
+    open slots: pruned) or "stopped" (would have lived, but the search stopped). ``dropped``:
+    indices of live_before none of whose extensions survived (pruned with their whole line).
+    The bound: ``best_live`` (the best live logprob after this step), ``bound`` =
+    best_live / lp(max_len), ``threshold`` (the nbest-th finished score, -inf while fewer than
+    nbest have finished), ``stop`` True when bound <= threshold ended the search here while
+    live hypotheses were left (a search that ran out of live ones ends without it);
+    ``finished_total``: hypotheses finished so far.
+    """
+
+    t: int
+    max_len: int
+    live_before: list[tuple[list[int], float]]
+    candidates: list[dict[str, Any]]
+    dropped: list[int]
+    best_live: float
+    bound: float
+    threshold: float
+    stop: bool
+    finished_total: int
+
+
+def _record_step(
+    record: list[list[BeamStep]],
+    t: int,
+    K: int,
+    alpha: float,
+    penalty: LengthPenalty,
+    prefix: Tensor,
+    logprob: Tensor,
+    active: Tensor,
+    parent: Tensor,
+    token: Tensor,
+    top: Tensor,
+    take: Tensor,
+    ended: Tensor,
+    live: Tensor,
+    settled: Tensor,
+    best_live: Tensor,
+    bound: Tensor,
+    fin_scores: Tensor,
+    n_fin: Tensor,
+    limit: Tensor,
+    sent: Tensor,
+    nbest: int,
+) -> None:
+    """Append each active sentence's BeamStep (called only when beam_search records)."""
+    lp = float(length_penalty(t, alpha, penalty))
+    rows_of = sent.tolist()  # (N,): the sentence of each row of prefix
+    for a, s in enumerate(active.tolist()):
+        rows = [n for n, r in enumerate(rows_of) if r == s]
+        before = [(prefix[n, 1:].tolist(), float(logprob[n])) for n in rows]
+        candidates, used = [], set()
+        for k in range(K):
+            if not bool(torch.isfinite(top[a, k])):
+                continue
+            row = int(parent[a, k])
+            p = rows.index(row)
+            toks = [*prefix[row, 1:].tolist(), int(token[a, k])]
+            if bool(ended[a, k]):
+                status = "finished"
+            elif bool(live[a, k]):
+                status = "stopped" if bool(settled[a]) else "live"
+            else:
+                status = "no slot"
+            if status != "no slot":
+                used.add(p)
+            lpr = float(top[a, k])
+            candidates.append(
+                {"parent": p, "token": int(token[a, k]), "tokens": toks, "logprob": lpr,
+                 "lp": lp, "score": lpr / lp, "status": status}
+            )  # fmt: skip
+        threshold = float(fin_scores[s, nbest - 1]) if int(n_fin[s]) >= nbest else -math.inf
+        record[s].append(
+            BeamStep(
+                t=t,
+                max_len=int(limit[s]),
+                live_before=before,
+                candidates=candidates,
+                dropped=[p for p in range(len(rows)) if p not in used],
+                best_live=float(best_live[a]),
+                bound=float(bound[a]),
+                threshold=threshold,
+                stop=bool(settled[a]) and bool(live[a].any()),
+                finished_total=int(n_fin[s]),
+            )
+        )
+
+
 @torch.inference_mode()
 def beam_search(
     step_fn: StepFn,
@@ -192,6 +290,7 @@ def beam_search(
     bos: int = BOS,
     banned: Sequence[int] = (PAD, BOS),
     device: torch.device | str | None = None,
+    record: list[list[BeamStep]] | None = None,
 ) -> list[list[Hypothesis]]:
     """argmax_Y log P(Y | X) / lp(|Y|) over a beam of K hypotheses.  Section 6.1.
 
@@ -208,6 +307,11 @@ def beam_search(
     ``best_possible_score(best live logprob, max_len)`` <= that finished score. The bound divides
     by lp(max_len), the largest penalty any completion can get (see ``best_possible_score``).
 
+    ``record``: when a list, it receives one list per sentence of ``BeamStep``, one a step the
+    sentence was searched in, with every candidate the step considered and what became of it
+    (see ``BeamStep``). Recording reads the search's own tensors after each step's decisions
+    and changes nothing; without it the search does no extra work.
+
     Returns, per sentence, up to ``nbest`` hypotheses, best score first (ties: found first).
     """
     if not 1 <= nbest <= beam:
@@ -223,6 +327,8 @@ def beam_search(
     n_fin = torch.zeros(B, dtype=torch.long, device=device)  # (B,)
     fin_scores = torch.full((B, K), -math.inf, device=device)  # (B, K): best first
     found: list[list[Hypothesis]] = [[] for _ in range(B)]
+    if record is not None:
+        record[:] = [[] for _ in range(B)]
     t = 1  # |Y| if the next token ends the hypothesis
     while sent.numel() > 0:
         logp = _next_logprobs(step_fn, prefix, origin, limit[sent] <= t, eos, banned)  # (N, V)
@@ -263,6 +369,10 @@ def beam_search(
         best_live = torch.where(live, top, -math.inf).amax(dim=1)  # (A,)
         bound = best_possible_score(best_live, limit[active], alpha, penalty)  # (A,)
         settled = (n_fin[active] >= nbest) & (bound <= fin_scores[active, nbest - 1])  # (A,)
+        if record is not None:
+            _record_step(record, t, K, alpha, penalty, prefix, logprob, active, parent, token, top,
+                         take, ended, live, settled, best_live, bound, fin_scores, n_fin, limit,
+                         sent, nbest)  # fmt: skip
         live &= ~settled[:, None]
 
         a_i, r_i = live.nonzero(as_tuple=True)  # (N',), (N',): sorted by sentence, then rank
@@ -278,12 +388,24 @@ def search(
     max_len: Sequence[int] | Tensor,
     cfg: DecodeConfig,
     device: torch.device | str | None = None,
+    record: list[list[BeamStep]] | None = None,
 ) -> list[list[Hypothesis]]:
-    """The search a DecodeConfig asks for: greedy when beam = 1 (proven equal), else beam."""
-    if cfg.beam == 1:
+    """The search a DecodeConfig asks for: greedy when beam = 1 (proven equal), else beam.
+
+    With ``record`` (see ``beam_search``) the beam search runs even for beam = 1, so that its
+    steps can be recorded; the tests prove it gives greedy's result.
+    """
+    if cfg.beam == 1 and record is None:
         return greedy_search(step_fn, max_len, cfg.alpha, cfg.length_penalty, device=device)
     return beam_search(
-        step_fn, max_len, cfg.beam, cfg.alpha, cfg.length_penalty, cfg.nbest, device=device
+        step_fn,
+        max_len,
+        cfg.beam,
+        cfg.alpha,
+        cfg.length_penalty,
+        cfg.nbest,
+        device=device,
+        record=record,
     )
 
 
