@@ -1,5 +1,6 @@
 # `make test` and `make demo` work on a fresh clone: they create .venv, install the CPU build of
-# torch first (an unpinned torch would pull a multi-GB CUDA build), then aiayn with its dev extras.
+# torch first (an unpinned torch would pull a multi-GB CUDA build), then aiayn with its dev extras
+# and the explorer's (`aiayn explore` and its browser tests).
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -14,7 +15,7 @@ $(BIN)/python:
 
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install --quiet $(TORCH)
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev,explore]'
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -21,7 +21,7 @@ import torch
 
 from aiayn.config import DecodeConfig
 from aiayn.data.batch import EOS, PAD
-from aiayn.decode import Hypothesis, max_lengths, model_step_fn, search
+from aiayn.decode import BeamStep, Hypothesis, max_lengths, model_step_fn, search
 from aiayn.errors import UserError
 from aiayn.model import Transformer
 
@@ -123,9 +123,16 @@ class Translator:
                 out.append([i])
         return out
 
-    def translate_ids(self, sources: Sequence[Sequence[int]]) -> list[list[Hypothesis]]:
-        """The n-best list of each source (token ids without specials), in input order."""
+    def translate_ids(
+        self, sources: Sequence[Sequence[int]], record: list[list[BeamStep]] | None = None
+    ) -> list[list[Hypothesis]]:
+        """The n-best list of each source (token ids without specials), in input order.
+
+        ``record``: when a list, it receives each source's beam steps (``decode.BeamStep``).
+        """
         results: list[list[Hypothesis]] = [[] for _ in sources]
+        if record is not None:
+            record[:] = [[] for _ in sources]
         cfg = self.config
         for idx in self.batches(sources):
             S = max(len(sources[i]) for i in idx) + 1
@@ -140,8 +147,13 @@ class Translator:
                 limit = limit.clamp(max=self.model.config.max_positions)
             src = src.to(self.device)  # (B, S)
             step = model_step_fn(self.model, src, cached=self.cached)
-            for i, hyps in zip(idx, search(step, limit, cfg, device=self.device), strict=True):
+            steps: list[list[BeamStep]] | None = [] if record is not None else None
+            found = search(step, limit, cfg, device=self.device, record=steps)
+            for i, hyps in zip(idx, found, strict=True):
                 results[i] = hyps
+            if record is not None and steps is not None:
+                for i, s in zip(idx, steps, strict=True):
+                    record[i] = s
         return results
 
     def translate(

@@ -18,3 +18,11 @@ torch.set_num_threads(1)
 @pytest.fixture(autouse=True)
 def _seed() -> None:
     torch.manual_seed(0)
+
+
+@pytest.fixture(scope="session")
+def explore_model(tmp_path_factory):
+    """The explorer's tests' tiny trained run (tests/explore_support.py): the averaged model."""
+    from tests.explore_support import make_run
+
+    return make_run(tmp_path_factory.mktemp("explore"))
