@@ -54,7 +54,8 @@ def test_info_names_the_run(server, explore_model) -> None:
     assert info["corpus"] == "files"
     test_src = (explore_model.parent.parent / "data" / "text" / "test.en").read_text("utf-8")
     assert [e["source"] for e in info["examples"]] == test_src.splitlines()
-    assert info["model"]["d_model"] == 32 and info["model"]["n_heads"] == 4
+    assert info["model"]["d_model"] == 32
+    assert info["model"]["n_heads"] == 4
     assert info["lang"] == "en"
 
 
@@ -137,7 +138,8 @@ def test_beam_steps_are_the_search_record(server, explore_model) -> None:
     for js, s in zip(got["beam"], steps, strict=True):
         assert [c["tokens"] for c in js["candidates"]] == [c["tokens"] for c in s.candidates]
         assert [c["status"] for c in js["candidates"]] == [c["status"] for c in s.candidates]
-        assert js["stop"] == s.stop and js["dropped"] == s.dropped
+        assert js["stop"] == s.stop
+        assert js["dropped"] == s.dropped
     finished = [c for s in got["beam"] for c in s["candidates"] if c["status"] == "finished"]
     best = max(finished, key=lambda c: c["score"])
     assert best["tokens"] == got["output"]["ids"]
@@ -183,7 +185,8 @@ def test_bad_input_is_a_4xx_with_one_line(server, body, status, message) -> None
     assert got_status == status
     assert set(got) == {"error"}
     assert message in got["error"]
-    assert "\n" not in got["error"] and "Traceback" not in got["error"]
+    assert "\n" not in got["error"]
+    assert "Traceback" not in got["error"]
     assert server.get("/api/info")[0] == 200  # still serving
 
 
@@ -243,7 +246,8 @@ def test_history_checkpoints(server) -> None:
     outs = []
     for name in ["step_00000050", "step_00000100", "step_00000150"]:
         status, got = server.post("/api/translate", {"text": text, "checkpoint": name})
-        assert status == 200 and got["settings"]["checkpoint"] == name
+        assert status == 200
+        assert got["settings"]["checkpoint"] == name
         outs.append(got["attention"]["decoder_cross"][0]["weights"])
     assert outs[0] != outs[-1]  # training changed the attention
 
@@ -291,9 +295,9 @@ def test_default_checkpoint_missing_names_the_command(tmp_path) -> None:
     r = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 2
     lines = r.stderr.strip().splitlines()
-    assert (
-        len(lines) == 1 and "make demo" in lines[0] and "runs/demo/average.safetensors" in lines[0]
-    )
+    assert len(lines) == 1
+    assert "make demo" in lines[0]
+    assert "runs/demo/average.safetensors" in lines[0]
 
 
 def test_unknown_checkpoint_flag_is_one_line(tmp_path) -> None:
@@ -305,7 +309,8 @@ def test_unknown_checkpoint_flag_is_one_line(tmp_path) -> None:
         timeout=120,
     )
     assert r.returncode == 2
-    assert r.stderr.count("\n") == 1 and "not found" in r.stderr
+    assert r.stderr.count("\n") == 1
+    assert "not found" in r.stderr
 
 
 def test_the_library_never_imports_the_face() -> None:
@@ -314,7 +319,8 @@ def test_the_library_never_imports_the_face() -> None:
         if rel[0] in ("explore", "cli"):
             continue
         text = path.read_text(encoding="utf-8")
-        assert "aiayn.explore" not in text and "starlette" not in text, path
+        assert "aiayn.explore" not in text, path
+        assert "starlette" not in text, path
 
 
 def test_static_files_are_package_data() -> None:

@@ -11,6 +11,7 @@ directory); the default is the model `make demo` writes. Ctrl-C stops the server
 from __future__ import annotations
 
 import argparse
+import contextlib
 from pathlib import Path
 
 DEFAULT_CHECKPOINT = Path("runs/demo/average.safetensors")  # written by `aiayn demo`
@@ -62,10 +63,9 @@ def run(args: argparse.Namespace) -> int:
         import webbrowser
 
         threading.Timer(1.0, webbrowser.open, args=(url,)).start()
-    try:
-        server.run()  # shuts down gracefully on Ctrl-C (SIGINT) or SIGTERM
-    except KeyboardInterrupt:  # uvicorn re-raises the signal once it has shut down
-        pass
+    # uvicorn shuts down gracefully on Ctrl-C (SIGINT) or SIGTERM, then re-raises the signal.
+    with contextlib.suppress(KeyboardInterrupt):
+        server.run()
     if not server.started:
         raise UserError(f"could not serve on {args.host}:{args.port} (is the port in use?)")
     print("aiayn explore: stopped", flush=True)
