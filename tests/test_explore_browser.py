@@ -1,0 +1,240 @@
+"""The explorer's page in a real headless Chromium (Selenium with Debian's chromium-driver).
+
+Load the page, type a sentence, translate; the heatmaps have the sizes of the API's tensors,
+the masked triangle is drawn masked, the beam table has the search's steps, a hovered cell
+shows Eq. (1) with the trace's numbers, switching heads off changes the attention, the
+history slider loads another checkpoint, and the console shows no error: in English and in
+Chinese, where a CJK font must draw the labels (two different characters must not come out
+as the same missing-glyph box). A full-page screenshot is saved in the test's tmp directory
+(and in $AIAYN_SCREENSHOTS when set: that is how docs/img/explore-*.png were made).
+Skipped with a reason when Chromium, its driver or Selenium is missing (`make test` installs
+them through scripts/ensure-system-deps.sh and the `explore` extra).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.explore_support import serve
+
+pytestmark = pytest.mark.slow
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+DRIVER = shutil.which("chromedriver")
+webdriver = pytest.importorskip("selenium.webdriver", reason="selenium (the explore extra)")
+if not (CHROMIUM and DRIVER):
+    pytest.skip("chromium and chromium-driver are not installed", allow_module_level=True)
+
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+PROBE = """
+window.__errors = [];
+window.addEventListener("error", function (e) {
+  window.__errors.push("error: " + (e.message || (e.target && (e.target.src || e.target.href))));
+}, true);
+window.addEventListener("unhandledrejection", function (e) {
+  window.__errors.push("rejection: " + e.reason);
+});
+(function () {
+  var original = console.error;
+  console.error = function () {
+    window.__errors.push("console.error: " + Array.prototype.join.call(arguments, " "));
+    return original.apply(console, arguments);
+  };
+})();
+"""
+
+LABELS = {
+    "en": {"view-attention": "Attention, every layer and head", "view-beam": "Beam search"},
+    "zh": {"view-attention": "注意力：每一层、每一个头", "view-beam": "束搜索"},
+}
+TEXT, REFERENCE = "the dog sees the car .", "der Hund sieht das Auto ."
+
+
+@pytest.fixture(scope="module")
+def server(explore_model):
+    with serve(explore_model) as s:
+        yield s
+
+
+@pytest.fixture
+def driver():
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for arg in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]:
+        opts.add_argument(arg)
+    opts.add_argument("--window-size=1280,1000")
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    d = webdriver.Chrome(service=Service(DRIVER), options=opts)
+    d.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": PROBE})
+    yield d
+    d.quit()
+
+
+def wait(d, condition, timeout: float = 60):
+    return WebDriverWait(d, timeout).until(lambda d: d.execute_script(condition))
+
+
+def rendered(d) -> int:
+    return int(d.execute_script("return Number(document.body.dataset.rendered || 0)"))
+
+
+def canvas(d, name: str):
+    return d.find_element(By.CSS_SELECTOR, f'canvas[data-map="{name}"]')
+
+
+def pixel(d, name: str, row: int, col: int) -> list[int]:
+    """The RGBA of the middle of cell (row, col) of a heatmap canvas."""
+    return d.execute_script(
+        """const c = document.querySelector(`canvas[data-map="${arguments[0]}"]`);
+        const cw = c.width / Number(c.dataset.cols), ch = c.height / Number(c.dataset.rows);
+        const x = Math.floor((arguments[2] + 0.5) * cw), y = Math.floor((arguments[1] + 0.5) * ch);
+        return Array.from(c.getContext("2d").getImageData(x, y, 1, 1).data);""",
+        name,
+        row,
+        col,
+    )
+
+
+def glyphs_differ(d) -> bool:
+    """Two CJK characters drawn in the page's font: a missing font draws both as one box."""
+    return d.execute_script(
+        """const font = getComputedStyle(document.body).fontFamily;
+        const draw = (ch) => { const c = document.createElement("canvas"); c.width = c.height = 40;
+          const x = c.getContext("2d"); x.font = "32px " + font; x.fillText(ch, 2, 32);
+          return c.toDataURL(); };
+        return draw("注") !== draw("意") && draw("意") !== draw("力");"""
+    )
+
+
+def cjk_font() -> bool:
+    import subprocess
+
+    fc = shutil.which("fc-list")
+    return bool(fc and subprocess.run([fc, ":lang=zh"], capture_output=True, text=True).stdout)
+
+
+def full_screenshot(d, path: Path) -> None:
+    height = d.execute_script("return document.documentElement.scrollHeight")
+    d.set_window_size(1280, min(int(height) + 40, 9000))
+    time.sleep(0.3)
+    d.save_screenshot(str(path))
+    d.set_window_size(1280, 1000)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_page_in_chromium(server, driver, lang, tmp_path) -> None:
+    d = driver
+    d.get(f"{server.url}/?lang={lang}")
+    wait(d, "return document.body.dataset.ready === '1'")
+    for section, label in LABELS[lang].items():
+        assert label in d.find_element(By.CSS_SELECTOR, f"#{section} h2").text
+    if lang == "zh":
+        if not cjk_font():
+            pytest.skip("no CJK font installed (scripts/ensure-system-deps.sh installs one)")
+        assert glyphs_differ(d), "no CJK font draws the Chinese labels"
+    examples = d.find_elements(By.CSS_SELECTOR, "#example option")
+    assert len(examples) == 1 + len(server.get("/api/info")[1]["examples"])
+
+    d.find_element(By.ID, "text").send_keys(TEXT)
+    d.find_element(By.ID, "reference").send_keys(REFERENCE)
+    d.find_element(By.ID, "translate").click()
+    wait(d, "return Number(document.body.dataset.rendered || 0) >= 1")
+    _, api = server.post("/api/translate", {"text": TEXT, "reference": REFERENCE})
+    assert d.find_element(By.ID, "translation").text == api["output"]["text"]
+    S, T = len(api["source"]["ids"]), len(api["output"]["ids"])
+    H, N = 4, 2
+    sizes = {"encoder": (S, S), "decoder_self": (T, T), "decoder_cross": (T, S)}
+    for stack, (rows, cols) in sizes.items():
+        for layer in range(N):
+            for head in [*range(H), "mean"]:
+                c = canvas(d, f"{stack}-{layer}-{head}")
+                assert (int(c.get_attribute("data-rows")), int(c.get_attribute("data-cols"))) == (
+                    rows,
+                    cols,
+                )
+                assert c.size["width"] > 0
+    assert len(d.find_elements(By.CSS_SELECTOR, "canvas[data-map]")) == 3 * N * (H + 1)
+    xe = d.find_element(By.ID, "map-xe")
+    assert (int(xe.get_attribute("data-rows")), int(xe.get_attribute("data-cols"))) == (S, 32)
+    # The decoder's masked upper triangle is drawn masked (grey), the diagonal is not.
+    assert pixel(d, "decoder_self-0-0", 0, T - 1)[:3] == [238, 238, 238]
+    assert pixel(d, "decoder_self-0-0", T - 1, 0)[:3] != [238, 238, 238]
+
+    # The beam table: one block per step of the search, with its candidates.
+    steps = d.find_elements(By.CSS_SELECTOR, "#beam-steps .step")
+    assert [int(s.get_attribute("data-t")) for s in steps] == [s["t"] for s in api["beam"]]
+    for block, step in zip(steps, api["beam"], strict=True):
+        rows = block.find_elements(By.CSS_SELECTOR, "table.beam tr")
+        assert len(rows) == 1 + len(step["candidates"])
+    # The output distribution: one row per position, the reference's loss below.
+    dist = d.find_elements(By.CSS_SELECTOR, "#dist-table tr")
+    assert len(dist) == 1 + max(T, len(api["reference"]["ids"]))
+    assert f"{api['reference']['loss_sum']:.4f}" in d.find_element(By.ID, "loss").text
+
+    # Hovering a cross-attention cell shows Eq. (1) with the library's weight.
+    c = canvas(d, "decoder_cross-1-2")
+    d.execute_script(
+        """const c = arguments[0], b = c.getBoundingClientRect();
+        const x = b.left + 1.5 * b.width / Number(c.dataset.cols);
+        const y = b.top + 0.5 * b.height / Number(c.dataset.rows);
+        c.dispatchEvent(new MouseEvent("mousemove", {clientX: x, clientY: y, bubbles: true}));""",
+        c,
+    )
+    tip = d.find_element(By.ID, "tooltip").get_attribute("textContent")
+    weight = api["attention"]["decoder_cross"][1]["weights"][2][0][1]
+    assert f"softmax weight = {weight:.5f}" in tip
+    assert "q·k" in tip
+
+    # The training history: a slider over the run's checkpoints, loaded on demand.
+    slider = d.find_element(By.ID, "history-slider")
+    assert slider.get_attribute("max") == "2"
+    _, first = server.post("/api/translate", {"text": TEXT, "checkpoint": "step_00000050"})
+    d.execute_script(
+        "arguments[0].value = 0; arguments[0].dispatchEvent(new Event('input'));", slider
+    )
+    wait(d, "return document.getElementById('history-name').textContent === 'step_00000050'")
+    expected = first["output"]["text"]
+    WebDriverWait(d, 60).until(
+        lambda d: d.find_element(By.ID, "history-translation").text.endswith(expected)
+    )
+
+    full_screenshot(d, tmp_path / f"explore-{lang}.png")
+    if os.environ.get("AIAYN_SCREENSHOTS"):
+        out = Path(os.environ["AIAYN_SCREENSHOTS"])
+        out.mkdir(parents=True, exist_ok=True)
+        shutil.copy(tmp_path / f"explore-{lang}.png", out / f"explore-{lang}.png")
+
+    # Experiments (off by default): switch off every head of the encoder's layer 0.
+    assert not d.find_element(By.ID, "experiments").is_displayed()
+    before = d.execute_script(
+        "return document.querySelector('canvas[data-map=\"encoder-1-0\"]').toDataURL()"
+    )
+    d.find_element(By.ID, "exp-on").click()
+    for head in range(H):
+        d.find_element(By.CSS_SELECTOR, f'button[data-head="encoder-0-{head}"]').click()
+    count = rendered(d)
+    d.find_element(By.ID, "exp-run").click()
+    wait(d, f"return Number(document.body.dataset.rendered || 0) > {count}")
+    after = d.execute_script(
+        "return document.querySelector('canvas[data-map=\"encoder-1-0\"]').toDataURL()"
+    )
+    assert after != before, "switching heads off changed nothing on the page"
+    assert d.find_element(By.ID, "exp-result").text
+
+    errors = d.execute_script("return window.__errors")
+    severe = [e for e in d.get_log("browser") if e["level"] == "SEVERE"]
+    assert errors == []
+    assert severe == []
+    # Everything came from this server: no CDN, no web font.
+    resources = d.execute_script(
+        "return performance.getEntriesByType('resource').map((e) => e.name)"
+    )
+    assert all(r.startswith((server.url, "data:")) for r in resources), resources
