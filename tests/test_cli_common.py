@@ -213,15 +213,16 @@ def test_demo_reuses_prepared_data_only_when_its_settings_match(tmp_path, monkey
     monkeypatch.setattr("aiayn.data.load_prepared", lambda _: SimpleNamespace(manifest=manifest))
     parser = argparse.ArgumentParser()
     demo.add_arguments(parser)
-    args = parser.parse_args(["--no-progress"])
+    packaged = ["--no-progress", "--source", "packaged"]
+    args = parser.parse_args(packaged)
     assert demo._prepare(args, tmp_path) == "packaged"
     assert calls == []  # same settings: reused
-    args = parser.parse_args(["--no-progress", "--origins", "help,ui,ding"])
+    args = parser.parse_args([*packaged, "--origins", "help,ui,ding"])
     assert demo._prepare(args, tmp_path) == "packaged"
     assert calls
     assert calls[-1][calls[-1].index("--origins") + 1] == "help,ui,ding"
     calls.clear()
-    args = parser.parse_args(["--no-progress", "--max-words", "20", "--min-words", "3"])
+    args = parser.parse_args([*packaged, "--max-words", "20", "--min-words", "3"])
     demo._prepare(args, tmp_path)
     assert calls
     assert calls[-1][calls[-1].index("--max-words") + 1] == "20"

@@ -1,16 +1,20 @@
 """Run the whole flow of the paper on this machine: data, BPE, training, averaging, beam, BLEU.
 
 What `make demo` runs. On a 2-core CPU with nothing prepared:
-  1. prepares the packaged EN-DE corpus (real human translations from Debian packages): the
-     demo subset, LibreOffice help sentences of 6 to 25 words (--origins, --min-words,
-     --max-words), with a shared BPE (section 5.1); where Debian's packages cannot be had it
-     says so and uses the numbers task instead;
+  1. prepares an EN-DE corpus with a shared BPE (section 5.1), and says which: Multi30k
+     (everyday image captions) when it can be had, from a local copy (--multi30k-dir or
+     $AIAYN_MULTI30K) or downloaded from its official repository with checksums (or from
+     --multi30k-url / $AIAYN_MULTI30K_URL); otherwise the packaged corpus (real human
+     translations from Debian packages: the demo subset, LibreOffice help sentences of 6 to
+     25 words: --origins, --min-words, --max-words); where Debian's packages cannot be had
+     either, the numbers task. --source picks one and falls back to nothing;
   2. trains the `tiny` preset with the paper's recipe (Adam 0.9/0.98/1e-9, Eq. (3), label
      smoothing 0.1; no dropout, a departure for a run of minutes) for --steps steps, or
      --minutes of wall-clock time if that comes first, checkpointing as it goes;
   3. averages the last checkpoints (section 6.1), translates the held-out test set with beam 4
      and alpha 0.6, and prints sacreBLEU with its signature and example translations;
-  4. writes the training curves, cross-attention heatmaps and the walkthrough report.
+  4. writes the training curves, cross-attention heatmaps and the walkthrough report, and
+     prints the command that opens the model in the explorer (`aiayn explore`).
 Everything goes under --run (default runs/demo). A second run starts fresh (the prepared
 data is reused) unless --resume continues the training where it stopped.
 """
@@ -40,6 +44,8 @@ DEMO_SAVE_EVERY = 100  # steps between checkpoints
 # converged 12-hour run; the last 5 of a 12-minute run span 40% of it, while the perplexity
 # still halves every 200 steps, and averaging them cost 2.4 BLEU (docs/demo.md).
 DEMO_AVERAGE = 2
+MULTI30K_DIR_ENV = "AIAYN_MULTI30K"  # a local copy of Multi30k's raw files
+MULTI30K_URL_ENV = "AIAYN_MULTI30K_URL"  # a mirror of its official raw files (tests, offline)
 # DEVIATION(5.4): no dropout (the paper's P_drop 0.1 is its Table 3 row D's 0.0 here). The
 # demo trains 5 epochs of a small corpus, far from overfitting; with dropout 0.1 the same 12
 # minutes gave 16.7 sacreBLEU, without it 26.6 (docs/demo.md).
@@ -85,9 +91,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--source",
-        choices=["packaged", "numbers"],
-        default="packaged",
-        help="corpus (default packaged; numbers needs nothing)",
+        choices=["auto", "multi30k", "packaged", "numbers"],
+        default="auto",
+        help="corpus (default auto: Multi30k when it can be had, else packaged, else numbers; "
+        "numbers needs nothing)",
+    )
+    parser.add_argument(
+        "--multi30k-dir",
+        type=Path,
+        default=os.environ.get(MULTI30K_DIR_ENV) or None,
+        help=f"a local copy of Multi30k's raw files (default ${MULTI30K_DIR_ENV}; "
+        "else it is downloaded)",
+    )
+    parser.add_argument(
+        "--multi30k-url",
+        default=os.environ.get(MULTI30K_URL_ENV) or None,
+        help=f"base URL to download Multi30k from (default ${MULTI30K_URL_ENV}, else the "
+        "official repository); the checksums are checked either way",
     )
     parser.add_argument(
         "--max-words",
@@ -142,7 +162,40 @@ def _cli(argv: list[str], quiet: bool = False) -> int:
 
 
 def _prepare(args: argparse.Namespace, data: Path) -> str:
-    """Prepare the corpus into data (reused when complete); returns the source used."""
+    """Prepare the corpus into data (reused when complete); returns the source used.
+
+    --source auto tries Multi30k, then the packaged corpus, then the numbers task, and says
+    which it took and why; a named --source is that corpus or an error.
+    """
+    from aiayn.errors import UserError
+
+    if args.source in ("auto", "multi30k"):
+        url = args.multi30k_url or "its official repository"
+        where = f"a download from {url}, checksums checked"
+        if args.multi30k_dir:
+            where = f"the local copy {args.multi30k_dir}"
+        _say(f"trying Multi30k (everyday image captions, EN-DE) from {where}")
+        if _prepare_one(args, data, "multi30k"):
+            _say(f"corpus: multi30k, from {where}")
+            return "multi30k"
+        if args.source == "multi30k":
+            raise UserError("--source multi30k: Multi30k could not be had (see above)")
+        _say("Multi30k could not be had (see above): using the packaged corpus instead")
+    if args.source in ("auto", "packaged"):
+        if _prepare_one(args, data, "packaged"):
+            _say("corpus: packaged (software help texts from Debian packages, EN-DE)")
+            return "packaged"
+        if args.source == "packaged":
+            raise UserError("--source packaged: the packaged corpus could not be had (see above)")
+        _say("the packaged corpus could not be had here (see above): using the numbers task")
+    if not _prepare_one(args, data, "numbers"):
+        raise UserError("could not prepare any corpus (see above)")
+    _say("corpus: numbers (numbers written out in words, EN-DE)")
+    return "numbers"
+
+
+def _prepare_one(args: argparse.Namespace, data: Path, source: str) -> bool:
+    """Prepare one corpus into data, or find it prepared with these settings: True if done."""
     from aiayn.data import load_prepared
     from aiayn.errors import UserError
 
@@ -159,30 +212,32 @@ def _prepare(args: argparse.Namespace, data: Path) -> str:
     with contextlib.suppress(UserError):
         manifest = load_prepared(data).manifest
         options, info = manifest.get("options", {}), manifest.get("source_info", {})
-        same = manifest.get("source") == args.source and (
-            args.source != "packaged"
-            or (
+        same = manifest.get("source") == source
+        if source == "packaged":
+            same = same and (
                 options.get("max_words") == args.max_words
                 and options.get("min_words", 0) == args.min_words
                 and options.get("vocab_size") == args.vocab_size
                 and sorted(info.get("origins", [])) == sorted(args.origins.split(","))
             )
-        )
+        if source == "multi30k":
+            same = same and options.get("vocab_size") == args.vocab_size
         if same:  # prepared by an earlier demo with these settings
-            _say(f"reusing the prepared data in {data} ({args.source})")
-            return args.source
+            _say(f"reusing the prepared data in {data} ({source})")
+            return True
     base = ["prepare", "--out", str(data), "--overwrite"]
     if args.no_progress:
         base.append("--no-progress")
-    if args.source == "packaged":
-        rc = _cli([*base, *packaged, "--vocab-size", str(args.vocab_size)])
-        if rc == 0:
-            return "packaged"
-        _say("the packaged corpus could not be had here (see above): using the numbers task")
-    rc = _cli([*base, "--source", "numbers", "--num-pairs", "20000"])
-    if rc != 0:
-        raise UserError("could not prepare any corpus (see above)")
-    return "numbers"
+    if source == "packaged":
+        return _cli([*base, *packaged, "--vocab-size", str(args.vocab_size)]) == 0
+    if source == "multi30k":
+        m30k = ["--source", "multi30k", "--vocab-size", str(args.vocab_size)]
+        if args.multi30k_dir:
+            m30k += ["--multi30k-dir", str(args.multi30k_dir)]
+        elif args.multi30k_url:
+            m30k += ["--mirror", args.multi30k_url]
+        return _cli([*base, *m30k]) == 0
+    return _cli([*base, "--source", "numbers", "--num-pairs", "20000"]) == 0
 
 
 def run(args: argparse.Namespace) -> int:
@@ -200,7 +255,7 @@ def run(args: argparse.Namespace) -> int:
     data = run_dir.parent / f"{run_dir.name}-data"
     start = time.monotonic()
 
-    _step(1, "data: the packaged EN-DE corpus and a shared BPE (section 5.1)")
+    _step(1, "data: an EN-DE corpus and a shared BPE (section 5.1)")
     source = _prepare(args, data)
 
     resume = args.resume and run_dir.exists()
@@ -253,7 +308,16 @@ def run(args: argparse.Namespace) -> int:
     _say(f"walkthrough report:     {run_dir / 'walkthrough.html'}")
     _say(f"evaluation (JSON):      {report}")
     _say(f"total time: {(time.monotonic() - start) / 60:.1f} minutes")
+    _say("\nopen the model in the explorer (your own sentences, every layer and head):")
+    _say(f"  {explore_command(model)}")
     return 0
+
+
+def explore_command(model: Path) -> str:
+    """The one command that opens the demo's model in the explorer."""
+    if model == Path("runs/demo/average.safetensors"):  # explore's default
+        return ".venv/bin/aiayn explore"
+    return f".venv/bin/aiayn explore --checkpoint {model}"
 
 
 def _examples(data: Path, hyps: Path, k: int = 6) -> None:
