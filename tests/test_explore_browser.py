@@ -228,6 +228,18 @@ def test_page_in_chromium(server, driver, lang, tmp_path) -> None:
     )
     assert after != before, "switching heads off changed nothing on the page"
     assert d.find_element(By.ID, "exp-result").text
+    # The erratum (sqrt(d_model) for sqrt(d_k)): the summary shows the entropy it changes.
+    for head in range(H):  # heads back on
+        d.find_element(By.CSS_SELECTOR, f'button[data-head="encoder-0-{head}"]').click()
+    d.find_element(By.ID, "erratum").click()
+    count = rendered(d)
+    d.find_element(By.ID, "exp-run").click()
+    wait(d, f"return Number(document.body.dataset.rendered || 0) > {count}")
+    result = d.find_element(By.ID, "exp-result")
+    assert "→" in result.text
+    before_h = float(result.get_attribute("data-entropy-before"))
+    after_h = float(result.get_attribute("data-entropy-after"))
+    assert after_h > before_h  # dividing by the larger sqrt(d_model) flattens the attention
 
     errors = d.execute_script("return window.__errors")
     severe = [e for e in d.get_log("browser") if e["level"] == "SEVERE"]

@@ -1,7 +1,8 @@
 // aiayn explore: the page. Plain JavaScript, Canvas and SVG; no library, no network beyond
 // this server. Every number drawn comes from the JSON API (/api/translate), which takes it
 // from the library (aiayn.trace, the beam search's own record): the page computes nothing
-// but colours, and q.k = score * divisor for the tooltip of Eq. (1).
+// but colours, q.k = score * divisor for the tooltip of Eq. (1), and the experiments' summary
+// of the weights (their mean entropy, to show how sharp the attention is).
 "use strict";
 
 const I18N = {
@@ -45,6 +46,7 @@ const I18N = {
     erratum: "The note's erratum: scores divided by √d_model instead of √d_k (Section 3.2.1)",
     "exp-run": "Run the experiment", "exp-baseline": "without the experiment",
     "exp-with": "with the experiment", "exp-active": "Experiment active: the views above show it.",
+    entropy: "mean attention entropy (nats; lower is sharper)",
     "trained-on": "This model was trained on", "try-own": "try its own test sentences first.",
     "model-line": "model", "from-run": "run",
     "focus-help": "click a map above to enlarge it here",
@@ -90,6 +92,7 @@ const I18N = {
     erratum: "学习笔记的勘误：分数除以 √d_model 而不是 √d_k（第 3.2.1 节）",
     "exp-run": "运行实验", "exp-baseline": "不做实验",
     "exp-with": "做实验", "exp-active": "实验生效中：上面各视图显示的是实验结果。",
+    entropy: "注意力的平均熵（奈特；越低越集中）",
     "trained-on": "此模型的训练数据是", "try-own": "请先试试它自己的测试句子。",
     "model-line": "模型", "from-run": "运行目录",
     "focus-help": "点击上面的热图，在这里放大",
@@ -253,13 +256,13 @@ function eqText(result, stack, layer, head, r, c) {
   const [qs, ks] = axes(stack, result);
   const div = result.settings.divisor;
   const dk = state.info.model.d_k;
-  const divName = result.settings.erratum ? `√d_model = √${state.info.model.d_model}` : `√d_k = √${dk}`;
+  const divName = result.settings.erratum ? `√d_model (√${state.info.model.d_model})` : `√d_k (√${dk})`;
   const score = a.scores[head][r][c];
   const keep = a.keep[r][c];
   return `${t(stack)}\n${t("layer")} ${layer} · ${t("head")} ${head}` +
     `\nquery ${r} "${qs[r]}"  →  key ${c} "${ks[c]}"` +
     `\nq·k = ${fmt(score * div)}` +
-    `\nq·k / ${divName} = ${fmt(score)}` +
+    `\nq·k / ${divName}  =  ${fmt(score)}` +
     `\nM = ${keep ? t("mask-ok") : t("masked")}` +
     `\nsoftmax weight = ${fmt(a.weights[head][r][c], 5)}`;
 }
@@ -466,6 +469,23 @@ function renderSwitches() {
   }
 }
 
+// Mean entropy (nats) of every attention row, over all stacks, layers and heads: lower is sharper.
+function entropy(result) {
+  let sum = 0, n = 0;
+  for (const stack of Object.values(result.attention)) {
+    for (const layer of stack) {
+      for (const head of layer.weights) {
+        for (const row of head) {
+          let h = 0;
+          for (const p of row) if (p > 0) h -= p * Math.log(p);
+          sum += h; n += 1;
+        }
+      }
+    }
+  }
+  return n ? sum / n : 0;
+}
+
 async function runExperiment() {
   showError("");
   const heads = [...state.off].map((k) => { const [s, l, h] = k.split("-"); return [s, Number(l), Number(h)]; });
@@ -473,7 +493,12 @@ async function runExperiment() {
     const result = await api("api/translate", request({ heads_off: heads, erratum: $("erratum").checked }));
     render(result);
     const base = state.baseline ? state.baseline.output.text : "";
-    $("exp-result").textContent = `${t("exp-baseline")}: ${base}  ·  ${t("exp-with")}: ${result.output.text}  ·  ${t("exp-active")}`;
+    const sharp = state.baseline ? `  ·  ${t("entropy")}: ${fmt(entropy(state.baseline), 3)} → ${fmt(entropy(result), 3)}` : "";
+    $("exp-result").textContent = `${t("exp-baseline")}: ${base}  ·  ${t("exp-with")}: ${result.output.text}${sharp}  ·  ${t("exp-active")}`;
+    if (state.baseline) {
+      $("exp-result").dataset.entropyBefore = String(entropy(state.baseline));
+      $("exp-result").dataset.entropyAfter = String(entropy(result));
+    }
   } catch (e) { showError(e.message); }
 }
 
