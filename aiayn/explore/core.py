@@ -162,6 +162,7 @@ class Explorer:
         cfg = self.model.config
         return {
             "checkpoint": str(self.path.resolve()),
+            "checkpoint_label": self._label(),
             "run": str(self.run_dir) if self.run_dir else None,
             "corpus": self.corpus,
             "corpus_description": CORPORA.get(self.corpus, self.corpus),
@@ -185,6 +186,12 @@ class Explorer:
                 "alpha": list(ALPHA_RANGE),
             },
         }
+
+    def _label(self) -> str:
+        """The model file as the page shows it: RUN/relative path, or its name."""
+        if self.run_dir is None:
+            return self.path.name
+        return f"{self.run_dir.name}/{self.path.resolve().relative_to(self.run_dir.resolve())}"
 
     def _model_for(self, name: str | None) -> Transformer:
         if name is None:

@@ -148,7 +148,7 @@ function renderInfo() {
   const m = info.model;
   $("model-info").textContent = `${t("trained-on")}: ${info.corpus_description} — ` +
     `${t("try-own")} ${t("model-line")}: d_model ${m.d_model}, h ${m.n_heads}, d_k ${m.d_k}, ` +
-    `N ${m.n_layers}, V ${m.vocab_size} · ${info.checkpoint}`;
+    `N ${m.n_layers}, V ${m.vocab_size} · ${info.checkpoint_label}`;
 }
 
 function request(extra) {
