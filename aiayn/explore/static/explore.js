@@ -93,6 +93,12 @@ const I18N = {
     "exp-run": "运行实验", "exp-baseline": "不做实验",
     "exp-with": "做实验", "exp-active": "实验生效中：上面各视图显示的是实验结果。",
     entropy: "注意力的平均熵（奈特；越低越集中）",
+    "corpus-packaged": "软件帮助文本（来自 Debian 软件包的 LibreOffice 帮助），英德",
+    "corpus-multi30k": "Multi30k：日常图片描述，英德",
+    "corpus-numbers": "用文字写出的数字",
+    "corpus-copy": "合成的复制任务", "corpus-reverse": "合成的倒序任务",
+    "corpus-wmt14": "WMT 2014 新闻与议会文本",
+    "corpus-files": "交给 aiayn prepare 的平行文本文件",
     "trained-on": "此模型的训练数据是", "try-own": "请先试试它自己的测试句子。",
     "model-line": "模型", "from-run": "运行目录",
     "focus-help": "点击上面的热图，在这里放大",
@@ -146,7 +152,9 @@ function renderInfo() {
   const info = state.info;
   if (!info) return;
   const m = info.model;
-  $("model-info").textContent = `${t("trained-on")}: ${info.corpus_description} — ` +
+  const key = "corpus-" + info.corpus;
+  const corpus = (I18N[state.lang] && I18N[state.lang][key]) || info.corpus_description;
+  $("model-info").textContent = `${t("trained-on")}: ${corpus} — ` +
     `${t("try-own")} ${t("model-line")}: d_model ${m.d_model}, h ${m.n_heads}, d_k ${m.d_k}, ` +
     `N ${m.n_layers}, V ${m.vocab_size} · ${info.checkpoint_label}`;
 }
