@@ -238,42 +238,43 @@ def _record_step(
     """Append each active sentence's BeamStep (called only when beam_search records)."""
     lp = float(length_penalty(t, alpha, penalty))
     rows_of = sent.tolist()  # (N,): the sentence of each row of prefix
+    prefixes, logprobs = prefix[:, 1:].tolist(), logprob.tolist()
+    tops, parents, tokens = top.tolist(), parent.tolist(), token.tolist()  # (A, K) each
+    ends, lives, settle = ended.tolist(), live.tolist(), settled.tolist()
+    best, bounds, fins, n_fins = best_live.tolist(), bound.tolist(), fin_scores.tolist(), n_fin
     for a, s in enumerate(active.tolist()):
         rows = [n for n, r in enumerate(rows_of) if r == s]
-        before = [(prefix[n, 1:].tolist(), float(logprob[n])) for n in rows]
         candidates, used = [], set()
         for k in range(K):
-            if not bool(torch.isfinite(top[a, k])):
+            lpr = tops[a][k]
+            if not math.isfinite(lpr):
                 continue
-            row = int(parent[a, k])
-            p = rows.index(row)
-            toks = [*prefix[row, 1:].tolist(), int(token[a, k])]
-            if bool(ended[a, k]):
+            p = rows.index(parents[a][k])
+            if ends[a][k]:
                 status = "finished"
-            elif bool(live[a, k]):
-                status = "stopped" if bool(settled[a]) else "live"
+            elif lives[a][k]:
+                status = "stopped" if settle[a] else "live"
             else:
                 status = "no slot"
             if status != "no slot":
                 used.add(p)
-            lpr = float(top[a, k])
             candidates.append(
-                {"parent": p, "token": int(token[a, k]), "tokens": toks, "logprob": lpr,
-                 "lp": lp, "score": lpr / lp, "status": status}
+                {"parent": p, "token": tokens[a][k], "tokens": [*prefixes[parents[a][k]],
+                 tokens[a][k]], "logprob": lpr, "lp": lp, "score": lpr / lp, "status": status}
             )  # fmt: skip
-        threshold = float(fin_scores[s, nbest - 1]) if int(n_fin[s]) >= nbest else -math.inf
+        done = int(n_fins[s])
         record[s].append(
             BeamStep(
                 t=t,
                 max_len=int(limit[s]),
-                live_before=before,
+                live_before=[(prefixes[n], logprobs[n]) for n in rows],
                 candidates=candidates,
                 dropped=[p for p in range(len(rows)) if p not in used],
-                best_live=float(best_live[a]),
-                bound=float(bound[a]),
-                threshold=threshold,
-                stop=bool(settled[a]) and bool(live[a].any()),
-                finished_total=int(n_fin[s]),
+                best_live=best[a],
+                bound=bounds[a],
+                threshold=fins[s][nbest - 1] if done >= nbest else -math.inf,
+                stop=settle[a] and any(lives[a]),
+                finished_total=done,
             )
         )
 

@@ -332,3 +332,17 @@ def test_static_files_are_package_data() -> None:
     for name in ["index.html", "explore.js", "explore.css"]:
         assert (static / name).is_file()
         assert any(Path("static", name).match(pattern) for pattern in data)
+
+
+def test_checkpoint_may_be_a_run_or_a_checkpoint_directory(explore_model) -> None:
+    from aiayn.explore.core import Explorer
+
+    run = explore_model.parent
+    by_run = Explorer(run)
+    assert by_run.path == run / "checkpoints" / "step_00000150" / "model.safetensors"
+    assert by_run.run_dir == run
+    assert list(by_run.checkpoints) == ["step_00000050", "step_00000100", "step_00000150"]
+    by_dir = Explorer(run / "checkpoints" / "step_00000050")
+    assert by_dir.run_dir == run
+    assert by_dir.info()["checkpoint_label"] == "run/checkpoints/step_00000050/model.safetensors"
+    assert Explorer(explore_model).info()["checkpoint_label"] == "run/average.safetensors"
