@@ -346,3 +346,23 @@ def test_checkpoint_may_be_a_run_or_a_checkpoint_directory(explore_model) -> Non
     assert by_dir.run_dir == run
     assert by_dir.info()["checkpoint_label"] == "run/checkpoints/step_00000050/model.safetensors"
     assert Explorer(explore_model).info()["checkpoint_label"] == "run/average.safetensors"
+
+
+def test_a_busy_port_is_one_line(explore_model) -> None:
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        cmd = [sys.executable, "-m", "aiayn", "explore", "--checkpoint", str(explore_model)]
+        r = subprocess.run(
+            [*cmd, "--port", str(port), "--no-browser"],
+            capture_output=True,
+            text=True,
+            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+            timeout=120,
+        )
+    assert r.returncode == 2
+    assert r.stderr.count("\n") == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in r.stderr

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import socket
 from pathlib import Path
 
 DEFAULT_CHECKPOINT = Path("runs/demo/average.safetensors")  # written by `aiayn demo`
@@ -53,10 +54,11 @@ def run(args: argparse.Namespace) -> int:
 
     explorer = Explorer(checkpoint, device=args.device)
     app = create_app(explorer, lang=args.lang)
+    sock = _listen(args.host, args.port)  # bound here, so a busy port is one clear line
+    port = sock.getsockname()[1]  # --port 0: the port the system chose
     host = f"[{args.host}]" if ":" in args.host else args.host
-    url = f"http://{host}:{args.port}/" + ("?lang=zh" if args.lang == "zh" else "")
-    config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning")
-    server = uvicorn.Server(config)
+    url = f"http://{host}:{port}/" + ("?lang=zh" if args.lang == "zh" else "")
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
     print(f"aiayn explore: {explorer.path} on {url}  (Ctrl-C stops)", flush=True)
     if not args.no_browser:
         import threading
@@ -65,8 +67,28 @@ def run(args: argparse.Namespace) -> int:
         threading.Timer(1.0, webbrowser.open, args=(url,)).start()
     # uvicorn shuts down gracefully on Ctrl-C (SIGINT) or SIGTERM, then re-raises the signal.
     with contextlib.suppress(KeyboardInterrupt):
-        server.run()
-    if not server.started:
-        raise UserError(f"could not serve on {args.host}:{args.port} (is the port in use?)")
+        server.run(sockets=[sock])
     print("aiayn explore: stopped", flush=True)
     return 0
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A listening socket on host:port, or a UserError naming why not."""
+    from aiayn.errors import UserError
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as e:
+        raise UserError(f"--host {host}: {e.strerror}") from None
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+        sock.listen(128)
+    except OSError as e:
+        sock.close()
+        raise UserError(
+            f"cannot listen on {host}:{port} ({e.strerror}); try another --port"
+        ) from None
+    return sock
