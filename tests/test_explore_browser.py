@@ -143,10 +143,20 @@ def test_page_in_chromium(server, driver, lang, tmp_path) -> None:
     examples = d.find_elements(By.CSS_SELECTOR, "#example option")
     assert len(examples) == 1 + len(server.get("/api/info")[1]["examples"])
 
+    # The page opens on the run's first test sentence, translated.
+    info = server.get("/api/info")[1]
+    assert d.find_element(By.ID, "text").get_attribute("value") == info["examples"][0]["source"]
+    _, first_api = server.post("/api/translate", {"text": info["examples"][0]["source"]})
+    assert d.find_element(By.ID, "translation").text == first_api["output"]["text"]
+    count = rendered(d)
+    assert count >= 1
+
+    d.find_element(By.ID, "text").clear()
     d.find_element(By.ID, "text").send_keys(TEXT)
+    d.find_element(By.ID, "reference").clear()
     d.find_element(By.ID, "reference").send_keys(REFERENCE)
     d.find_element(By.ID, "translate").click()
-    wait(d, "return Number(document.body.dataset.rendered || 0) >= 1")
+    wait(d, f"return Number(document.body.dataset.rendered || 0) > {count}")
     _, api = server.post("/api/translate", {"text": TEXT, "reference": REFERENCE})
     assert d.find_element(By.ID, "translation").text == api["output"]["text"]
     S, T = len(api["source"]["ids"]), len(api["output"]["ids"])

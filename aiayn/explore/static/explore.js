@@ -544,6 +544,12 @@ async function main() {
   });
   $("exp-run").addEventListener("click", runExperiment);
   renderSwitches();
+  if (state.info.examples.length) {  // the model's own test sentences first
+    select.value = "0";
+    $("text").value = state.info.examples[0].source;
+    $("reference").value = state.info.examples[0].reference;
+    await translate();
+  }
   document.body.dataset.ready = "1";
 }
 
