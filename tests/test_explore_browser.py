@@ -184,6 +184,11 @@ def test_page_in_chromium(server, driver, lang, tmp_path) -> None:
     for block, step in zip(steps, api["beam"], strict=True):
         rows = block.find_elements(By.CSS_SELECTOR, "table.beam tr")
         assert len(rows) == 1 + len(step["candidates"])
+    # The last step lists every finished hypothesis, the translation first.
+    so_far = steps[-1].find_element(By.CSS_SELECTOR, ".finished-so-far").text
+    assert so_far.split(": ", 1)[1].startswith(" ".join(api["output"]["pieces"]) + " (")
+    n_finished = sum(c["status"] == "finished" for s in api["beam"] for c in s["candidates"])
+    assert so_far.count(" | ") == n_finished - 1
     # The output distribution: one row per position, the reference's loss below.
     dist = d.find_elements(By.CSS_SELECTOR, "#dist-table tr")
     assert len(dist) == 1 + max(T, len(api["reference"]["ids"]))

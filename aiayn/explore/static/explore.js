@@ -33,6 +33,7 @@ const I18N = {
     score: "score", status: "status", live: "live", finished: "finished",
     "no slot": "pruned (no slot)", stopped: "stopped by the bound",
     extends: "extends", dropped: "pruned lines (no extension kept)",
+    "finished-so-far": "finished so far, best score first",
     "bound-text": "bound = best live log P / lp(max |Y|)",
     threshold: "n-best finished score", "stop-yes": "→ no live hypothesis can win: stop",
     "stop-no": "→ go on", "stop-end": "→ no live hypothesis left: the search ends",
@@ -79,6 +80,7 @@ const I18N = {
     score: "得分", status: "状态", live: "保留", finished: "已完成",
     "no slot": "剪枝（无空位）", stopped: "因上界而停止",
     extends: "扩展自", dropped: "被剪枝的分支（没有扩展被保留）",
+    "finished-so-far": "目前已完成的假设（按得分从高到低）",
     "bound-text": "上界 = 最佳保留 log P / lp(最大 |Y|)",
     threshold: "第 n 佳已完成得分", "stop-yes": "→ 没有保留假设能胜出：停止",
     "stop-no": "→ 继续", "stop-end": "→ 没有保留的假设：搜索结束",
@@ -312,7 +314,7 @@ function renderAttention(result) {
       a.weights.forEach((w, h) => {
         const m = heatmap(w, { keep: a.keep, range: [0, 1], caption: `${t("head")} ${h}`,
           hover: (r, c) => eqText(result, stack, l, h, r, c),
-          click: () => { state.focus = [stack, l, h]; renderFocus(result); } });
+          click: () => { state.focus = [stack, l, h]; renderFocus(result); renderHistory(result); } });
         m.querySelector("canvas").dataset.map = `${stack}-${l}-${h}`;
         row.append(m);
       });
@@ -402,6 +404,7 @@ function renderBeam(result) {
   const box = $("beam-steps");
   box.replaceChildren();
   const text = (pieces) => pieces.join(" ") || "∅";
+  const finished = [];  // every finished hypothesis so far, from the record's earlier steps
   result.beam.forEach((s) => {
     const div = el("div", { class: "step", "data-t": s.t },
       el("h4", { text: `${t("step")} ${s.t} · |Y| = ${s.t} · max |Y| = ${s.max_len}` }));
@@ -418,6 +421,12 @@ function renderBeam(result) {
     div.append(table);
     if (s.dropped.length) {
       div.append(el("p", { class: "bound", text: `${t("dropped")}: ` + s.dropped.map((i) => text(s.live_before[i].pieces)).join(" | ") }));
+    }
+    s.candidates.filter((c) => c.status === "finished").forEach((c) => finished.push(c));
+    if (finished.length) {
+      const best = [...finished].sort((x, y) => y.score - x.score);
+      div.append(el("p", { class: "bound finished-so-far", text: `${t("finished-so-far")}: ` +
+        best.map((c) => `${text(c.pieces)} (${fmt(c.score)})`).join(" | ") }));
     }
     const anyLive = s.candidates.some((c) => c.status === "live" || c.status === "stopped");
     const verdict = s.stop ? t("stop-yes") : anyLive ? t("stop-no") : t("stop-end");
