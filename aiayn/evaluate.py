@@ -146,7 +146,7 @@ def perplexity(
         widest = max(len(pairs[order[start]][0]), len(pairs[order[start]][1])) + 1
         size = max(1, max_tokens // widest)
         batch = collate([pairs[i] for i in order[start : start + size]]).to(device)
-        # The output layer in chunks (aiayn.output_loss): the (B, T, V) logits never exist.
+        # The output layer in chunks (aiayn.kernels.output_loss): no (B, T, V) logits at once.
         _, batch_nll, n = model(batch.src, batch.tgt_in, target=batch.tgt_out)
         nll += float(batch_nll)
         count += int(n)

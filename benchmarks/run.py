@@ -63,7 +63,7 @@ def build(impl: str, preset: str, device: torch.device) -> tuple[torch.nn.Module
     if impl == "aiayn":
         model = Transformer(cfg)
 
-        def loss(b):  # the output layer and the loss in one chunked pass (aiayn.output_loss)
+        def loss(b):  # output layer and loss in one chunked pass (aiayn.kernels.output_loss)
             return model(b.src, b.tgt_in, target=b.tgt_out, label_smoothing=EPS_LS)[0]
 
     else:

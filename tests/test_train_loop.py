@@ -10,6 +10,7 @@ import torch
 
 from aiayn.config import ModelConfig, TrainConfig, model_preset
 from aiayn.data import InMemorySplit, batch_from_indices, collate, synthetic_pairs, token_batches
+from aiayn.loss import label_smoothed_loss
 from aiayn.model import Transformer
 from aiayn.train import (
     TrainData,
@@ -22,7 +23,6 @@ from aiayn.train import (
 )
 from aiayn.train import loop as loop_module
 from aiayn.train.distributed import World
-from aiayn.train.loss import label_smoothed_loss
 
 V = 12
 

@@ -23,10 +23,10 @@ from torch import Tensor
 
 from aiayn.config import ModelConfig, TrainConfig
 from aiayn.data import Batch, Split, batch_from_indices, token_batches
+from aiayn.loss import label_smoothed_loss, token_accuracy
 from aiayn.model import Transformer
 from aiayn.train.checkpointing import Progress
 from aiayn.train.distributed import World, all_reduce_sum, setup
-from aiayn.train.loss import label_smoothed_loss, token_accuracy
 from aiayn.train.metrics import perplexity
 from aiayn.train.schedule import make_optimizer, noam_lr, set_lr
 from aiayn.train.session import (
@@ -119,8 +119,8 @@ def batch_loss(net: torch.nn.Module, batch: Batch, eps: float) -> tuple[Tensor, 
     """(sum of L_smoothed, sum of NLL) over a batch's non-pad target tokens.  Section 5.4.
 
     The model computes the tied output layer and ``label_smoothed_loss``'s convention together,
-    chunk by chunk (``aiayn.output_loss``), so the (B, T, V) logits never exist at once; a test
-    proves it equal to ``label_smoothed_loss`` on the logits, value and gradient.
+    chunk by chunk with the fast kernels (``aiayn.kernels.output_loss``), so the (B, T, V)
+    logits never exist at once; a test proves it equal to ``label_smoothed_loss`` on the logits.
     """
     smoothed, nll, _ = net(batch.src, batch.tgt_in, target=batch.tgt_out, label_smoothing=eps)
     return smoothed, nll
