@@ -5,6 +5,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TORCH := torch==2.13.0
+# Where pip looks for torch. Empty: pip's own index (which finds the CPU build here). On a machine
+# where it would pick a CUDA build, `make TORCH_INDEX=https://download.pytorch.org/whl/cpu test`;
+# for a GPU, the CUDA index of your driver (docs/faq.md).
+TORCH_INDEX ?=
 
 .PHONY: test demo install lint format clean
 
@@ -13,7 +17,7 @@ $(BIN)/python:
 	$(BIN)/pip install --quiet --upgrade pip
 
 $(STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/pip install --quiet $(TORCH)
+	$(BIN)/pip install --quiet $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)) $(TORCH)
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
