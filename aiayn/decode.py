@@ -44,7 +44,7 @@ import torch
 from torch import Tensor
 
 from aiayn.config import DecodeConfig, LengthPenalty
-from aiayn.data.batch import BOS, EOS, PAD
+from aiayn.data.specials import BOS, EOS, PAD
 from aiayn.model import DecoderState, Transformer
 
 StepFn = Callable[[Tensor, Tensor | None], Tensor]

@@ -35,7 +35,7 @@ from typing import Any
 
 import torch
 
-from aiayn.data.batch import collate
+from aiayn.data.specials import collate
 from aiayn.model import Transformer
 
 LOWERCASE_BLEU_LABEL = "lowercased (the flavour of most Multi30k papers)"
