@@ -272,3 +272,21 @@ def test_plain_model_is_built_with_the_kernel_switch_of_either_config(monkeypatc
     model, _ = bench.build(bench.PLAIN, "tiny", torch.device("cpu"))
     real, _ = bench.plain_config(bench.model_preset("tiny", vocab_size=bench.VOCAB["tiny"]))
     assert model.config == real
+
+
+def test_decode_speed_runs_plain_kernels_beside_fast(tmp_path: Path) -> None:
+    """decode_speed.py on a tiny corpus of its own: every mode runs and reports, same lengths."""
+    words = ["a dog", "the cat runs", "two men sit", "a red ball", "she reads a book"]
+    for name in ("train.en", "train.de", "test_2016_flickr.en"):
+        (tmp_path / name).write_text("\n".join(words * 4) + "\n", encoding="utf-8")
+    modes = "cached,uncached,cached-plain,uncached-plain"
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "decode_speed.py"), "--data", str(tmp_path)]
+    cmd += ["--n", "3", "--vocab", "280", "--rounds", "1", "--modes", modes, "--threads", "1"]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    report = json.loads(res.stdout)
+    assert set(report["sentences_per_second_best"]) == set(modes.split(","))
+    assert len(set(report["mean_output_tokens"].values())) == 1  # the same weights, same output
+    bad = subprocess.run([*cmd[:-4], "--modes", "cached,fast"], capture_output=True, text=True)
+    assert bad.returncode == 2
+    assert "fast" in bad.stderr
