@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TORCH := torch==2.13.0
 
-.PHONY: test demo install lint format clean
+.PHONY: test test-fast demo install lint format clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -26,6 +26,10 @@ lint: $(STAMP)
 test: $(STAMP) lint
 	bash scripts/ensure-system-deps.sh
 	$(BIN)/python -m pytest
+
+# The edit-test loop: everything but the tests marked @pytest.mark.slow (make test runs those).
+test-fast: $(STAMP) lint
+	$(BIN)/python -m pytest -m "not slow"
 
 demo: $(STAMP)
 	$(BIN)/aiayn demo
