@@ -274,6 +274,7 @@ def test_plain_model_is_built_with_the_kernel_switch_of_either_config(monkeypatc
     assert model.config == real
 
 
+@pytest.mark.slow  # a subprocess that learns a BPE and decodes in four modes
 def test_decode_speed_runs_plain_kernels_beside_fast(tmp_path: Path) -> None:
     """decode_speed.py on a tiny corpus of its own: every mode runs and reports, same lengths."""
     words = ["a dog", "the cat runs", "two men sit", "a red ball", "she reads a book"]
