@@ -10,7 +10,7 @@ TORCH := torch==2.13.0
 # for a GPU, the CUDA index of your driver (docs/faq.md).
 TORCH_INDEX ?=
 
-.PHONY: test demo install lint format clean
+.PHONY: test test-fast demo install lint format clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -30,6 +30,10 @@ lint: $(STAMP)
 test: $(STAMP) lint
 	bash scripts/ensure-system-deps.sh
 	$(BIN)/python -m pytest
+
+# The edit-test loop: everything but the tests marked @pytest.mark.slow (make test runs those).
+test-fast: $(STAMP) lint
+	$(BIN)/python -m pytest -m "not slow"
 
 demo: $(STAMP)
 	$(BIN)/aiayn demo

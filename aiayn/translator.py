@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from aiayn.config import DecodeConfig, Kernels
-from aiayn.data.batch import EOS, PAD
+from aiayn.data.specials import EOS, PAD
 from aiayn.decode import Hypothesis, max_lengths, model_step_fn, search
 from aiayn.errors import UserError
 from aiayn.model import Transformer

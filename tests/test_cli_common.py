@@ -131,6 +131,7 @@ def test_an_unknown_toml_setting_is_a_user_error_naming_it(tmp_path: Path) -> No
         config_from_args(ModelConfig, _parser().parse_args([]), toml=load_toml(path))
 
 
+@pytest.mark.slow  # the whole demo twice, with a few seconds of training
 def test_aiayn_demo_runs_end_to_end(tmp_path, capsys) -> None:
     """The whole flow on the numbers task (no apt needed), with a few seconds of training."""
     run = tmp_path / "runs" / "demo"

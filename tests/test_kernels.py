@@ -19,7 +19,7 @@ from torch.autograd.function import BackwardCFunction
 import aiayn.kernels
 from aiayn import ModelConfig, Transformer, trace
 from aiayn.config import TrainConfig
-from aiayn.data.batch import BOS
+from aiayn.data.specials import BOS
 from aiayn.decode import greedy_search, model_step_fn
 from aiayn.kernels.ffn import feed_forward as fast_feed_forward
 from aiayn.model import PLAIN, FeedForward, feed_forward, kernel_ops

@@ -25,7 +25,7 @@ import aiayn
 import aiayn.attention
 from aiayn import ModelConfig, Transformer, model_preset, trace
 from aiayn.attention import MultiHeadAttention, causal_mask, padding_mask
-from aiayn.data.batch import BOS, PAD
+from aiayn.data.specials import BOS, PAD
 from aiayn.model import DecoderLayer, EncoderLayer, FeedForward, sinusoidal_positions
 
 REPO = Path(__file__).resolve().parents[1]

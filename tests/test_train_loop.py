@@ -262,6 +262,7 @@ def test_valid_accuracy_and_batches(tmp_path: Path) -> None:
     assert batch_from_indices(data.valid, [0]).n_tgt_tokens >= 2
 
 
+@pytest.mark.slow  # trains the tiny preset until it copies
 def test_tiny_preset_learns_the_copy_task(tmp_path: Path) -> None:
     """The tiny preset, narrowed (d_model 64, 1 layer, 1 head), copies unseen sequences.
 
