@@ -6,15 +6,19 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TORCH := torch==2.13.0
+# Where pip looks for torch. Empty: pip's own index (which finds the CPU build here). On a machine
+# where it would pick a CUDA build, `make TORCH_INDEX=https://download.pytorch.org/whl/cpu test`;
+# for a GPU, the CUDA index of your driver (docs/faq.md).
+TORCH_INDEX ?=
 
-.PHONY: test demo install lint format clean
+.PHONY: test test-fast demo install lint format clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
 $(STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/pip install --quiet $(TORCH)
+	$(BIN)/pip install --quiet $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)) $(TORCH)
 	$(BIN)/pip install --quiet -e '.[dev,explore]'
 	touch $(STAMP)
 
@@ -27,6 +31,10 @@ lint: $(STAMP)
 test: $(STAMP) lint
 	bash scripts/ensure-system-deps.sh
 	$(BIN)/python -m pytest
+
+# The edit-test loop: everything but the tests marked @pytest.mark.slow (make test runs those).
+test-fast: $(STAMP) lint
+	$(BIN)/python -m pytest -m "not slow"
 
 demo: $(STAMP)
 	$(BIN)/aiayn demo

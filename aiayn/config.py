@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Positions = Literal["sinusoidal", "sinusoidal-concat", "learned"]
+Kernels = Literal["fast", "plain"]
 LengthPenalty = Literal["gnmt", "fairseq", "none"]
 
 
@@ -52,7 +53,7 @@ class ModelConfig:
     attn_bias: bool = False  # EXTENSION: biases in W^Q, W^K, W^V, W^O (Eq. of 3.2.2 has none)
     layer_norm_eps: float = 1e-5  # not given in the paper; PyTorch's default
     pad_id: int = 0  # the padding token of the shared vocabulary
-    fused_attention: bool = True  # fast attention kernels (proven equal in tests); False: explicit
+    kernels: Kernels = "fast"  # aiayn.kernels (speed only, proven equal); "plain": plain PyTorch
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "d_model", "n_heads", "d_ff", "n_layers", "max_positions"):
@@ -82,6 +83,11 @@ class ModelConfig:
             self.positions == "learned" or self.d_model % 2 == 0,
             "d_model",
             f"sinusoidal positions need an even d_model, got {self.d_model}",
+        )
+        _check(
+            self.kernels in ("fast", "plain"),
+            "kernels",
+            f"must be fast or plain, got {self.kernels!r}",
         )
         _check(self.layer_norm_eps > 0, "layer_norm_eps", f"must be > 0, got {self.layer_norm_eps}")
         _check(
@@ -275,6 +281,9 @@ def to_dict(cfg: Any) -> dict[str, Any]:
 def from_dict(cls: type, data: dict[str, Any]) -> Any:
     """Rebuild a config from ``to_dict`` output, naming any unknown field."""
     names = {f.name for f in dataclasses.fields(cls)}
+    if cls is ModelConfig and "fused_attention" in data:  # checkpoints from before "kernels"
+        data = dict(data)
+        data.setdefault("kernels", "fast" if data.pop("fused_attention") else "plain")
     unknown = sorted(set(data) - names)
     if unknown:
         raise ValueError(f"{cls.__name__}: unknown field(s) {', '.join(unknown)}")

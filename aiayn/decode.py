@@ -44,7 +44,7 @@ import torch
 from torch import Tensor
 
 from aiayn.config import DecodeConfig, LengthPenalty
-from aiayn.data.batch import BOS, EOS, PAD
+from aiayn.data.specials import BOS, EOS, PAD
 from aiayn.model import DecoderState, Transformer
 
 StepFn = Callable[[Tensor, Tensor | None], Tensor]
@@ -461,20 +461,3 @@ def model_step_fn(model: Transformer, src: Tensor, cached: bool = True) -> StepF
         return model.logits(z[:, -1:])[:, -1]  # (N, V)
 
     return cached_step if cached else full_step
-
-
-def benchmark_runs(
-    model: Transformer, src: Tensor, max_len_a: float = 1.0, max_len_b: int = 50, beam: int = 4
-) -> dict[str, Callable[[], list[list[Hypothesis]]]]:
-    """Callables translating src (B, S) once each: greedy and beam, cached and uncached."""
-    limit = max_lengths(src, max_len_a, max_len_b)  # (B,)
-    runs: dict[str, Callable[[], list[list[Hypothesis]]]] = {}
-    for cached in (True, False):
-        name = "cached" if cached else "uncached"
-        runs[f"greedy {name}"] = lambda c=cached: greedy_search(
-            model_step_fn(model, src, c), limit, device=src.device
-        )
-        runs[f"beam {beam} {name}"] = lambda c=cached: beam_search(
-            model_step_fn(model, src, c), limit, beam, device=src.device
-        )
-    return runs

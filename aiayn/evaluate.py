@@ -35,8 +35,10 @@ from typing import Any
 
 import torch
 
-from aiayn.data.batch import collate
+from aiayn.config import DecodeConfig
+from aiayn.data.specials import collate
 from aiayn.model import Transformer
+from aiayn.translator import Translator
 
 LOWERCASE_BLEU_LABEL = "lowercased (the flavour of most Multi30k papers)"
 PAPER_BLEU_LABEL = (
@@ -146,7 +148,7 @@ def perplexity(
         widest = max(len(pairs[order[start]][0]), len(pairs[order[start]][1])) + 1
         size = max(1, max_tokens // widest)
         batch = collate([pairs[i] for i in order[start : start + size]]).to(device)
-        # The output layer in chunks (aiayn.output_loss): the (B, T, V) logits never exist.
+        # The output layer in chunks (aiayn.kernels.output_loss): no (B, T, V) logits at once.
         _, batch_nll, n = model(batch.src, batch.tgt_in, target=batch.tgt_out)
         nll += float(batch_nll)
         count += int(n)
@@ -167,6 +169,18 @@ def score_texts(hyps: Sequence[str], refs: Sequence[str]) -> dict[str, Any]:
         "lowercase_bleu": {"score": lc, "signature": lc_sig, "label": LOWERCASE_BLEU_LABEL},
         "paper_bleu": {"score": paper_bleu(hyps, refs), "label": PAPER_BLEU_LABEL},
     }
+
+
+def greedy_bleu(
+    model: Transformer, tokenizer: Any, sources: Sequence[str], references: Sequence[str]
+) -> float:
+    """sacreBLEU of greedy translations (beam 1, max length |X| + 50).  Section 6.1.
+
+    The validation BLEU of ``aiayn train --valid-bleu``: ``train(..., bleu=greedy_bleu)``.
+    """
+    translator = Translator(model, tokenizer, DecodeConfig(beam=1, nbest=1))
+    hyps = [nbest[0][0] for nbest in translator.translate(list(sources))]
+    return sacre_bleu(hyps, references)[0]
 
 
 def evaluate(translator: Any, sources: Sequence[str], references: Sequence[str]) -> dict[str, Any]:

@@ -1,7 +1,10 @@
 """The Transformer: embeddings, positions, FFN, layers, stacks.  Sections 3.1, 3.3, 3.4, 3.5.
 
-Every intermediate the study note names is available through ``trace``; the normal forward
-pass records nothing and uses the fast attention kernels (``aiayn.attention.attention``).
+Plain PyTorch, to be read next to the paper. Every intermediate the study note names is
+available through ``trace``; the normal forward pass records nothing. The four operations a
+speed kernel may replace (attention, the FFN, dropout, the output layer with its loss) are
+reached through one seam, ``Ops``, chosen by ``ModelConfig.kernels``: "plain" runs the
+functions of this file and ``aiayn.attention``, "fast" those of ``aiayn.kernels``.
 
 >>> from aiayn import ModelConfig, Transformer
 >>> model = Transformer(ModelConfig(vocab_size=20, d_model=16, n_heads=2, d_ff=32, n_layers=1))
@@ -13,17 +16,16 @@ torch.Size([1, 3, 20])
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import overload
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from aiayn.attention import Cache, MultiHeadAttention, padding_mask
+from aiayn.attention import Cache, MultiHeadAttention, attention, padding_mask
 from aiayn.config import ModelConfig
-from aiayn.dropout import dropout
-from aiayn.output_loss import tied_output_loss
+from aiayn.loss import label_smoothed_loss
 
 Record = dict[str, Tensor]
 
@@ -63,39 +65,69 @@ def sinusoidal_positions(
     return pe.to(dtype)
 
 
-class _FeedForwardFn(torch.autograd.Function):
-    """FFN(x) = max(0, x W_1 + b_1) W_2 + b_2 with its backward pass written out.  Section 3.3.
+def feed_forward(
+    x: Tensor,
+    w_1: Tensor,
+    b_1: Tensor,
+    w_2: Tensor,
+    b_2: Tensor,
+    record: Record | None = None,
+    drop: Callable[[Tensor], Tensor] | None = None,
+) -> Tensor:
+    """FFN(x) = max(0, x W_1 + b_1) W_2 + b_2.  Section 3.3, Eq. (2).
 
-    With u = x W_1 + b_1, h = max(0, u), y = h W_2 + b_2 and g = dL/dy (rows are positions):
-    dL/dW_2 = h^T g, dL/db_2 = sum_rows g, dL/dh = g W_2^T, dL/du = dL/dh * [h > 0],
-    dL/dW_1 = x^T dL/du, dL/db_1 = sum_rows dL/du, dL/dx = dL/du W_1^T. The same matmuls as
-    autograd's, with two fresh (N, F) blocks fewer: the ReLU and its gate in the backward pass
-    work in place. A test proves the gradients equal to autograd's. Used by ``FeedForward`` in
-    the normal pass (no record, no FFN dropout, no autocast); not twice differentiable.
+    ``drop`` (EXTENSION, off by default) is dropout after the ReLU; ``record`` keeps the hidden
+    layer. Shapes: x (B, L, D), w_1 (D, F), w_2 (F, D) -> (B, L, D).
+    """
+    hidden = F.relu(F.linear(x, w_1.t(), b_1))  # (B, L, F)
+    if record is not None:
+        record["hidden"] = hidden
+    if drop is not None:
+        hidden = drop(hidden)  # (B, L, F)
+    return F.linear(hidden, w_2.t(), b_2)  # (B, L, D)
 
-    Shapes: x (N, D), w_1 (D, F), b_1 (F,), w_2 (F, D), b_2 (D,) -> (N, D).
+
+def _dropout(x: Tensor, p: float) -> Tensor:
+    """Dropout(x) = x * m / (1 - p), m_i ~ Bernoulli(1 - p).  Section 5.4 (p = 0: identity)."""
+    return F.dropout(x, p) if p > 0.0 else x
+
+
+def _output_loss(
+    z: Tensor, E: Tensor, target: Tensor, eps: float, pad_id: int
+) -> tuple[Tensor, Tensor, int]:
+    """label_smoothed_loss(Z_D E^T, y).  Sections 3.4 and 5.4, with the (B, T, V) logits."""
+    return label_smoothed_loss(F.linear(z, E), target, eps, pad_id)
+
+
+@dataclass(frozen=True)
+class Ops:
+    """The four operations a kernel may replace, each with the signature of its plain version.
+
+    ``attention`` (q, k, v, keep, causal, dropout_p) as ``aiayn.attention.attention``;
+    ``feed_forward`` (x, w_1, b_1, w_2, b_2) as ``feed_forward``; ``dropout`` (x, p);
+    ``output_loss`` (Z_D, E, target, eps, pad_id) -> (smoothed sum, NLL sum, tokens).
     """
 
-    @staticmethod
-    def forward(ctx, x, w_1, b_1, w_2, b_2):  # type: ignore[override]
-        h = torch.addmm(b_1, x, w_1).relu_()  # (N, F): max(0, x W_1 + b_1), in place
-        ctx.save_for_backward(x, w_1, w_2, h)
-        return torch.addmm(b_2, h, w_2)  # (N, D)
-
-    @staticmethod
-    @torch.autograd.function.once_differentiable
-    def backward(ctx, g):  # type: ignore[override]
-        x, w_1, w_2, h = ctx.saved_tensors
-        g = g.contiguous()  # (N, D)
-        grad_u = g @ w_2.t()  # (N, F): dL/dh
-        _relu_gate_(grad_u, h)  # dL/du = dL/dh * [h > 0], in place
-        grad_x = grad_u @ w_1.t()  # (N, D)
-        return grad_x, x.t() @ grad_u, grad_u.sum(0), h.t() @ g, g.sum(0)
+    attention: Callable[..., Tensor]
+    feed_forward: Callable[..., Tensor]
+    dropout: Callable[[Tensor, float], Tensor]
+    output_loss: Callable[..., tuple[Tensor, Tensor, int]]
 
 
-def _relu_gate_(grad: Tensor, h: Tensor) -> Tensor:
-    """grad *= [h > 0] in place (ReLU's backward; masked_fill_ is 7 times slower on the CPU)."""
-    return torch.ops.aten.threshold_backward.grad_input(grad, h, 0.0, grad_input=grad)
+PLAIN = Ops(attention, feed_forward, _dropout, _output_loss)  # standard PyTorch ops only
+
+
+def kernel_ops(kernels: str) -> Ops:
+    """The operations of ``ModelConfig.kernels``: PLAIN, or ``aiayn.kernels.FAST``.
+
+    The one seam between the paper's code and the speed kernels; each kernel is proven equal to
+    its plain operation in tests/test_kernels.py.
+    """
+    if kernels == "plain":
+        return PLAIN
+    from aiayn.kernels import FAST
+
+    return FAST
 
 
 class FeedForward(nn.Module):
@@ -104,32 +136,27 @@ class FeedForward(nn.Module):
     Weights in the paper's orientation: w_1 (D, F), w_2 (F, D); separate per layer.
     """
 
-    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0) -> None:
+    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0, ops: Ops = PLAIN) -> None:
         super().__init__()
         self.w_1 = nn.Parameter(torch.empty(d_model, d_ff))  # (D, F)
         self.b_1 = nn.Parameter(torch.zeros(d_ff))  # (F,)
         self.w_2 = nn.Parameter(torch.empty(d_ff, d_model))  # (F, D)
         self.b_2 = nn.Parameter(torch.zeros(d_model))  # (D,)
-        self.dropout = dropout
+        self.dropout, self.ops = dropout, ops
         nn.init.xavier_uniform_(self.w_1)
         nn.init.xavier_uniform_(self.w_2)
 
     def forward(self, x: Tensor, record: Record | None = None) -> Tensor:
         """Shapes: (B, L, D) -> (B, L, D)."""
-        plain = record is not None or (self.training and self.dropout > 0.0)
-        if not plain and not torch.is_autocast_enabled(x.device.type):
-            x2 = x.reshape(-1, x.size(-1))  # (B L, D)
-            y = _FeedForwardFn.apply(x2, self.w_1, self.b_1, self.w_2, self.b_2)  # (B L, D)
-            return y.view(x.shape)  # (B, L, D)
-        hidden = F.relu(F.linear(x, self.w_1.t(), self.b_1))  # (B, L, F)
-        if record is not None:
-            record["hidden"] = hidden
+        weights = (self.w_1, self.b_1, self.w_2, self.b_2)
+        p = self.dropout if self.training else 0.0
+        if record is None and p == 0.0:
+            return self.ops.feed_forward(x, *weights)  # (B, L, D)
         # EXTENSION: dropout after the ReLU (tensor2tensor's relu_dropout); off by default.
-        hidden = dropout(hidden, self.dropout, self.training)
-        return F.linear(hidden, self.w_2.t(), self.b_2)  # (B, L, D)
+        return feed_forward(x, *weights, record, lambda h: self.ops.dropout(h, p))  # (B, L, D)
 
 
-def _attention(cfg: ModelConfig) -> MultiHeadAttention:
+def _attention(cfg: ModelConfig, ops: Ops) -> MultiHeadAttention:
     return MultiHeadAttention(
         cfg.d_model,
         cfg.n_heads,
@@ -137,8 +164,19 @@ def _attention(cfg: ModelConfig) -> MultiHeadAttention:
         cfg.value_dim,
         bias=cfg.attn_bias,
         dropout=cfg.attn_dropout,
-        fused=cfg.fused_attention,
+        attend=ops.attention,
     )
+
+
+def _layer_records(
+    record: Record | None, key: str, x: Tensor, stack: str, n: int
+) -> list[Record | None]:
+    """record[key] = x and one fresh dict per layer in record[stack] (or Nones: no record)."""
+    if record is None:
+        return [None] * n
+    record[key] = x
+    record[stack] = [{} for _ in range(n)]  # type: ignore[assignment]
+    return record[stack]  # type: ignore[return-value]
 
 
 def _sub(record: Record | None, key: str) -> Record | None:
@@ -156,27 +194,27 @@ class EncoderLayer(nn.Module):
     ``norm_first`` (DEVIATION(3.1)): X + Dropout(Sublayer(LayerNorm(X))).
     """
 
-    def __init__(self, cfg: ModelConfig) -> None:
+    def __init__(self, cfg: ModelConfig, ops: Ops = PLAIN) -> None:
         super().__init__()
-        self.self_attn = _attention(cfg)
-        self.ffn = FeedForward(cfg.d_model, cfg.d_ff, cfg.ffn_dropout)
+        self.self_attn = _attention(cfg, ops)
+        self.ffn = FeedForward(cfg.d_model, cfg.d_ff, cfg.ffn_dropout, ops)
         self.norm1 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
         self.norm2 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
-        self.dropout, self.norm_first = cfg.dropout, cfg.norm_first
+        self.dropout, self.norm_first, self.ops = cfg.dropout, cfg.norm_first, ops
 
     def forward(self, x: Tensor, keep: Tensor | None, record: Record | None = None) -> Tensor:
         """Shapes: x (B, S, D), keep (B, 1, 1, S) -> (B, S, D)."""
-        drop = self.dropout if self.training else 0.0
-        attn = _sub(record, "attn")
+        p = self.dropout if self.training else 0.0
+        drop = self.ops.dropout
         if self.norm_first:
-            x = x + dropout(self.self_attn(self.norm1(x), keep=keep, record=attn), drop)
-            return x + dropout(self.ffn(self.norm2(x)), drop)  # (B, S, D)
-        m = self.self_attn(x, keep=keep, record=attn)  # (B, S, D): M_E
-        r = x + dropout(m, drop)  # (B, S, D): R_E
+            m = self.self_attn(self.norm1(x), keep=keep, record=_sub(record, "attn"))  # (B, S, D)
+            x = x + drop(m, p)  # (B, S, D)
+            return x + drop(self.ffn(self.norm2(x)), p)  # (B, S, D)
+        m = self.self_attn(x, keep=keep, record=_sub(record, "attn"))  # (B, S, D): M_E
+        r = x + drop(m, p)  # (B, S, D): R_E
         h = self.norm1(r)  # (B, S, D): H_E
-        ffn = _sub(record, "ffn")
-        f = self.ffn(h, record=ffn)  # (B, S, D): F_E
-        z = self.norm2(h + dropout(f, drop))  # (B, S, D): Z_E
+        f = self.ffn(h, record=_sub(record, "ffn"))  # (B, S, D): F_E
+        z = self.norm2(h + drop(f, p))  # (B, S, D): Z_E
         if record is not None:
             record.update(X=x, M_E=m, R_E=r, H_E=h, F_E=f, Z_E=z)
         return z
@@ -186,18 +224,18 @@ class DecoderLayer(nn.Module):
     """Masked self-attention, encoder-decoder attention, FFN, each in LayerNorm(x + Dropout(.)).
 
     Section 3.1 and 3.2.3: queries of the cross-attention come from the decoder, keys and
-    values from the encoder's output (the memory).
+    values from the encoder's output (the memory). ``norm_first`` as in ``EncoderLayer``.
     """
 
-    def __init__(self, cfg: ModelConfig) -> None:
+    def __init__(self, cfg: ModelConfig, ops: Ops = PLAIN) -> None:
         super().__init__()
-        self.self_attn = _attention(cfg)
-        self.cross_attn = _attention(cfg)
-        self.ffn = FeedForward(cfg.d_model, cfg.d_ff, cfg.ffn_dropout)
+        self.self_attn = _attention(cfg, ops)
+        self.cross_attn = _attention(cfg, ops)
+        self.ffn = FeedForward(cfg.d_model, cfg.d_ff, cfg.ffn_dropout, ops)
         self.norm1 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
         self.norm2 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
         self.norm3 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
-        self.dropout, self.norm_first = cfg.dropout, cfg.norm_first
+        self.dropout, self.norm_first, self.ops = cfg.dropout, cfg.norm_first, ops
 
     def forward(
         self,
@@ -208,40 +246,29 @@ class DecoderLayer(nn.Module):
         record: Record | None = None,
     ) -> Tensor:
         """Shapes: y (B, T, D), memory (B, S, D), src_keep (B, 1, 1, S) -> (B, T, D)."""
-        drop = self.dropout if self.training else 0.0
-        c_self = cache["self"] if cache is not None else None
-        c_cross = cache["cross"] if cache is not None else None
-        rec_self, rec_cross = _sub(record, "self_attn"), _sub(record, "cross_attn")
+        p = self.dropout if self.training else 0.0
+        drop = self.ops.dropout
+        c_self, c_cross = (cache["self"], cache["cross"]) if cache is not None else (None, None)
         if self.norm_first:
-            y = y + dropout(
-                self.self_attn(self.norm1(y), causal=True, cache=c_self, record=rec_self), drop
-            )
-            y = y + dropout(
-                self.cross_attn(self.norm2(y), memory, src_keep, cache=c_cross, record=rec_cross),
-                drop,
-            )
-            return y + dropout(self.ffn(self.norm3(y)), drop)  # (B, T, D)
-        m_self = self.self_attn(y, causal=True, cache=c_self, record=rec_self)  # (B, T, D)
-        r_self = y + dropout(m_self, drop)  # (B, T, D)
+            rec = _sub(record, "self_attn")
+            y = y + drop(self.self_attn(self.norm1(y), causal=True, cache=c_self, record=rec), p)
+            rec = _sub(record, "cross_attn")
+            m = self.cross_attn(self.norm2(y), memory, src_keep, cache=c_cross, record=rec)
+            y = y + drop(m, p)  # (B, T, D)
+            return y + drop(self.ffn(self.norm3(y)), p)  # (B, T, D)
+        rec = _sub(record, "self_attn")
+        m_self = self.self_attn(y, causal=True, cache=c_self, record=rec)  # (B, T, D)
+        r_self = y + drop(m_self, p)  # (B, T, D)
         h = self.norm1(r_self)  # (B, T, D): H_D
-        m_cross = self.cross_attn(h, memory, src_keep, cache=c_cross, record=rec_cross)
-        r_cross = h + dropout(m_cross, drop)  # (B, T, D)
+        rec = _sub(record, "cross_attn")
+        m_cross = self.cross_attn(h, memory, src_keep, cache=c_cross, record=rec)  # (B, T, D)
+        r_cross = h + drop(m_cross, p)  # (B, T, D)
         h_cross = self.norm2(r_cross)  # (B, T, D)
-        ffn = _sub(record, "ffn")
-        f = self.ffn(h_cross, record=ffn)  # (B, T, D): F_D
-        z = self.norm3(h_cross + dropout(f, drop))  # (B, T, D): Z_D
+        f = self.ffn(h_cross, record=_sub(record, "ffn"))  # (B, T, D): F_D
+        z = self.norm3(h_cross + drop(f, p))  # (B, T, D): Z_D
         if record is not None:
-            record.update(
-                X=y,
-                M_D_self=m_self,
-                R_D_self=r_self,
-                H_D=h,
-                M_D_cross=m_cross,
-                R_D_cross=r_cross,
-                H_D_cross=h_cross,
-                F_D=f,
-                Z_D=z,
-            )
+            record.update(X=y, M_D_self=m_self, R_D_self=r_self, H_D=h, M_D_cross=m_cross)
+            record.update(R_D_cross=r_cross, H_D_cross=h_cross, F_D=f, Z_D=z)
         return z
 
 
@@ -290,8 +317,9 @@ class Transformer(nn.Module):
             # Table 3 row E: learned positional embedding (an option; sinusoids are the default).
             self.learned_positions = nn.Parameter(torch.empty(cfg.max_positions, cfg.d_model))
             nn.init.normal_(self.learned_positions, std=cfg.d_model**-0.5)
-        self.encoder = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.n_layers))
-        self.decoder = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.decoder_layers))
+        self.ops = ops = kernel_ops(cfg.kernels)
+        self.encoder = nn.ModuleList(EncoderLayer(cfg, ops) for _ in range(cfg.n_layers))
+        self.decoder = nn.ModuleList(DecoderLayer(cfg, ops) for _ in range(cfg.decoder_layers))
         if cfg.norm_first:
             # DEVIATION(3.1): pre-LN needs a final LayerNorm on each stack.
             self.encoder_norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
@@ -327,7 +355,7 @@ class Transformer(nn.Module):
         """
         x = F.embedding(ids, self.embedding) * math.sqrt(self.config.d_model)  # (B, L, D)
         x = x + self.positions(ids.size(1), offset)  # (B, L, D)
-        return dropout(x, self.config.dropout, self.training)
+        return self.ops.dropout(x, self.config.dropout if self.training else 0.0)  # (B, L, D)
 
     def encode(self, src: Tensor, record: Record | None = None) -> tuple[Tensor, Tensor]:
         """Z_E = Encoder(X_E).  Section 3.1.
@@ -336,14 +364,8 @@ class Transformer(nn.Module):
         """
         src_keep = padding_mask(src, self.config.pad_id)  # (B, 1, 1, S)
         x = self.embed(src)  # (B, S, D): X_E
-        if record is not None:
-            record["X_E"] = x
-            record["encoder"] = []  # type: ignore[assignment]
-        for layer in self.encoder:
-            rec: Record | None = None
-            if record is not None:
-                rec = {}
-                record["encoder"].append(rec)  # type: ignore[attr-defined]
+        records = _layer_records(record, "X_E", x, "encoder", len(self.encoder))
+        for layer, rec in zip(self.encoder, records, strict=True):
             x = layer(x, src_keep, record=rec)  # (B, S, D)
         if self.config.norm_first:
             x = self.encoder_norm(x)
@@ -364,15 +386,9 @@ class Transformer(nn.Module):
         """
         offset = state.length if state is not None else 0
         y = self.embed(tgt_in, offset)  # (B, T, D): X_D
-        if record is not None:
-            record["X_D"] = y
-            record["decoder"] = []  # type: ignore[assignment]
-        for i, layer in enumerate(self.decoder):
-            rec: Record | None = None
-            if record is not None:
-                rec = {}
-                record["decoder"].append(rec)  # type: ignore[attr-defined]
-            cache = state.layers[i] if state is not None else None
+        records = _layer_records(record, "X_D", y, "decoder", len(self.decoder))
+        caches = state.layers if state is not None else [None] * len(self.decoder)
+        for layer, rec, cache in zip(self.decoder, records, caches, strict=True):
             y = layer(y, memory, src_keep, cache=cache, record=rec)  # (B, T, D)
         if state is not None:
             state.length += tgt_in.size(1)
@@ -387,14 +403,6 @@ class Transformer(nn.Module):
         """
         return F.linear(z, self.embedding)  # (B, T, V)
 
-    @overload
-    def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor: ...
-
-    @overload
-    def forward(
-        self, src: Tensor, tgt_in: Tensor, target: Tensor, label_smoothing: float = 0.0
-    ) -> tuple[Tensor, Tensor, int]: ...
-
     def forward(
         self,
         src: Tensor,
@@ -405,8 +413,8 @@ class Transformer(nn.Module):
         """logits = Decoder(tgt_in, Encoder(src)) E^T.  Section 3.
 
         With ``target`` (B, T), returns instead the label-smoothed loss of section 5.4 as
-        (smoothed sum, NLL sum, non-pad target tokens), computed with the output layer in
-        chunks (``aiayn.output_loss``) so that the (B, T, V) logits never exist at once.
+        (smoothed sum, NLL sum, non-pad target tokens): ``label_smoothed_loss`` of the logits
+        (plain), or the fast kernel that never builds the (B, T, V) logits at once.
 
         Shapes: src (B, S), tgt_in (B, T) -> (B, T, V).
         """
@@ -414,7 +422,7 @@ class Transformer(nn.Module):
         z = self.decode(tgt_in, memory, src_keep)  # (B, T, D)
         if target is None:
             return self.logits(z)  # (B, T, V)
-        return tied_output_loss(z, self.embedding, target, label_smoothing, self.config.pad_id)
+        return self.ops.output_loss(z, self.embedding, target, label_smoothing, self.config.pad_id)
 
     # Incremental decoding (section 6.1) -------------------------------------------------
 

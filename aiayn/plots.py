@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from aiayn.data.batch import BOS, EOS
+from aiayn.data.specials import BOS, EOS
 from aiayn.model import Transformer, trace
 
 

@@ -11,6 +11,7 @@ scored by the model), a line longer than any seen in training is translated with
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,8 +20,8 @@ from typing import Any
 
 import torch
 
-from aiayn.config import DecodeConfig
-from aiayn.data.batch import EOS, PAD
+from aiayn.config import DecodeConfig, Kernels
+from aiayn.data.specials import EOS, PAD
 from aiayn.decode import BeamStep, Hypothesis, max_lengths, model_step_fn, search
 from aiayn.errors import UserError
 from aiayn.model import Transformer
@@ -164,11 +165,18 @@ class Translator:
         return [[(self.tokenizer.decode(h.tokens), h) for h in hs] for hs in hyps]
 
 
-def load_checked(path: Path, device: str | torch.device) -> tuple[Transformer, dict[str, str]]:
-    """The model of a checkpoint; weights that do not fit its config are one clear UserError."""
+def load_checked(
+    path: Path, device: str | torch.device, kernels: Kernels | None = None
+) -> tuple[Transformer, dict[str, str]]:
+    """The model of a checkpoint; weights that do not fit its config are one clear UserError.
+
+    ``kernels`` ("fast" or "plain") replaces the checkpoint's choice when given.
+    """
     from aiayn.checkpoint import load_state
 
     state, config, meta = load_state(path)
+    if kernels is not None:
+        config = dataclasses.replace(config, kernels=kernels)
     model = Transformer(config)
     expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
     found = {k: tuple(v.shape) for k, v in state.items()}
@@ -200,19 +208,21 @@ def load_translator(
     tokenizer: Any = None,
     device: str | torch.device | None = None,
     fallback_tokenizer: Any = None,
+    kernels: Kernels | None = None,
     **kw: Any,
 ) -> Translator:
     """A Translator from a checkpoint (file, checkpoint dir or run dir).  Section 6.1.
 
     ``tokenizer`` (a Tokenizer or a path) overrides the one in the checkpoint's metadata;
-    ``fallback_tokenizer`` (e.g. the prepared data's) is used when the checkpoint has none. A
+    ``fallback_tokenizer`` (e.g. the prepared data's) is used when the checkpoint has none;
+    ``kernels`` replaces the checkpoint's ``ModelConfig.kernels`` when given. A
     checkpoint whose weights do not fit its config, or a tokenizer of another vocabulary, is a
     UserError with one clear message.
     """
     from aiayn.data import Tokenizer
 
     path = resolve_checkpoint(checkpoint)
-    model, meta = load_checked(path, device or default_device())
+    model, meta = load_checked(path, device or default_device(), kernels)
     if isinstance(tokenizer, str | Path):
         tokenizer = load_tokenizer(tokenizer)
     if tokenizer is None and TOKENIZER_KEY not in meta:

@@ -2,15 +2,22 @@
 
 - ``TorchTransformerBaseline``: ``torch.nn.Transformer`` (post-LN, batch-first) with the shared
   embedding scaled by sqrt(d_model), sinusoidal positions and the tied output layer added
-  around it. It keeps nn.Transformer's own choices: biases everywhere, a final LayerNorm on
-  each stack, dropout on the attention probabilities and after the FFN's ReLU.
+  around it. It keeps nn.Transformer's own choices of structure: biases everywhere and a final
+  LayerNorm on each stack.
 - ``TextbookTransformer``: the way the model is usually first written: separate Q, K, V, O
   linear layers, per-head view and transpose, an explicit softmax of Q K^T / sqrt(d_k) with a
   filled mask, masks built for every layer, a tabulated positional encoding and a loss against
   an explicit label-smoothed target matrix. No fused kernels.
 
+Equal work: by default both put dropout where the config puts it, as aiayn does: P_drop on the
+embeddings and on every sub-layer's output before the residual sum (5.4), and on the attention
+probabilities and after the FFN's ReLU only with ``attn_dropout`` / ``ffn_dropout`` (0, as in
+the paper, unless set), so no baseline draws masks that aiayn does not compute.
+``TorchTransformerBaseline(cfg, as_users_write_it=True)`` is nn.Transformer as most code
+builds it, ``nn.Transformer(dropout=p)``: dropout p in all four places.
+
 Both take aiayn's ModelConfig, token ids (B, S) and (B, T) padded with ``pad_id``, and return
-logits (B, T, V), so the benchmark feeds all three models the same batches.
+logits (B, T, V), so the benchmark feeds every model the same batches.
 """
 
 from __future__ import annotations
@@ -25,10 +32,15 @@ from aiayn.config import ModelConfig
 from aiayn.model import sinusoidal_positions
 
 
+def _dropout(p: float) -> nn.Module:
+    """nn.Dropout(p), or nothing at all for p = 0 (no mask drawn, no copy made)."""
+    return nn.Dropout(p) if p > 0 else nn.Identity()
+
+
 class TorchTransformerBaseline(nn.Module):
     """Embeddings * sqrt(d) + PE -> nn.Transformer -> Z E^T.  Section 3 on PyTorch's modules."""
 
-    def __init__(self, cfg: ModelConfig) -> None:
+    def __init__(self, cfg: ModelConfig, as_users_write_it: bool = False) -> None:
         super().__init__()
         self.cfg = cfg
         self.embedding = nn.Parameter(torch.randn(cfg.vocab_size, cfg.d_model) * cfg.d_model**-0.5)
@@ -42,6 +54,13 @@ class TorchTransformerBaseline(nn.Module):
             batch_first=True,
             norm_first=False,
         )
+        if not as_users_write_it:  # dropout where aiayn has it: residual (dropout1-3) only
+            layers = [*self.core.encoder.layers, *self.core.decoder.layers]
+            for layer in layers:
+                layer.dropout = _dropout(cfg.ffn_dropout)  # after the ReLU
+                for attn in (layer.self_attn, getattr(layer, "multihead_attn", None)):
+                    if attn is not None:
+                        attn.dropout = cfg.attn_dropout  # on the attention probabilities
 
     def embed(self, ids: Tensor) -> Tensor:
         x = F.embedding(ids, self.embedding) * math.sqrt(self.cfg.d_model)  # (B, L, D)
@@ -81,7 +100,7 @@ class TextbookAttention(nn.Module):
         self.h, self.d_k = n_heads, d_model // n_heads
         self.w_q, self.w_k = nn.Linear(d_model, d_model), nn.Linear(d_model, d_model)
         self.w_v, self.w_o = nn.Linear(d_model, d_model), nn.Linear(d_model, d_model)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = _dropout(dropout)
 
     def forward(self, query: Tensor, key: Tensor, value: Tensor, mask: Tensor) -> Tensor:
         B = query.size(0)
@@ -99,7 +118,7 @@ class TextbookFFN(nn.Module):
     def __init__(self, d_model: int, d_ff: int, dropout: float) -> None:
         super().__init__()
         self.w_1, self.w_2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = _dropout(dropout)
 
     def forward(self, x: Tensor) -> Tensor:
         return self.w_2(self.dropout(self.w_1(x).relu()))
@@ -109,8 +128,8 @@ class TextbookEncoderLayer(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         d = cfg.d_model
-        self.attn = TextbookAttention(d, cfg.n_heads, cfg.dropout)
-        self.ffn = TextbookFFN(d, cfg.d_ff, cfg.dropout)
+        self.attn = TextbookAttention(d, cfg.n_heads, cfg.attn_dropout)
+        self.ffn = TextbookFFN(d, cfg.d_ff, cfg.ffn_dropout)
         self.norms = nn.ModuleList([nn.LayerNorm(d), nn.LayerNorm(d)])
         self.dropout = nn.Dropout(cfg.dropout)
 
@@ -123,9 +142,9 @@ class TextbookDecoderLayer(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         d = cfg.d_model
-        self.self_attn = TextbookAttention(d, cfg.n_heads, cfg.dropout)
-        self.src_attn = TextbookAttention(d, cfg.n_heads, cfg.dropout)
-        self.ffn = TextbookFFN(d, cfg.d_ff, cfg.dropout)
+        self.self_attn = TextbookAttention(d, cfg.n_heads, cfg.attn_dropout)
+        self.src_attn = TextbookAttention(d, cfg.n_heads, cfg.attn_dropout)
+        self.ffn = TextbookFFN(d, cfg.d_ff, cfg.ffn_dropout)
         self.norms = nn.ModuleList([nn.LayerNorm(d) for _ in range(3)])
         self.dropout = nn.Dropout(cfg.dropout)
 
@@ -187,11 +206,27 @@ class TextbookTransformer(nn.Module):
         return F.kl_div(lp, true_dist, reduction="sum")
 
     @torch.no_grad()
-    def greedy(self, src: Tensor, max_len: int, bos: int, eos: int) -> Tensor:
-        """Greedy decoding that re-runs the decoder on the whole prefix at every step."""
+    def greedy(self, src: Tensor, max_len: Tensor, bos: int, eos: int) -> Tensor:
+        """Greedy decoding that re-runs the decoder on the whole prefix at every step.
+
+        max_len (B,): at most max_len[b] output tokens for sentence b, EOS included (aiayn's
+        rule, ``aiayn.decode.max_lengths``); at its last position only EOS may follow. A
+        sentence ends at its EOS; finished rows stay in the batch (filled with PAD) until every
+        sentence has ended. Returns the output tokens (B, t), PAD after each EOS.
+        """
+        pad = self.cfg.pad_id
         memory, src_mask = self.encode(src)
-        ys = torch.full((src.size(0), 1), bos, dtype=torch.long, device=src.device)
-        for _ in range(max_len):
+        B = src.size(0)
+        ys = torch.full((B, 1), bos, dtype=torch.long, device=src.device)  # (B, 1)
+        done = torch.zeros(B, dtype=torch.bool, device=src.device)  # (B,)
+        limit = max_len.to(src.device)  # (B,)
+        for t in range(1, int(limit.max()) + 1):
             logits = self.decode(ys, memory, src_mask)[:, -1]  # (B, V)
-            ys = torch.cat([ys, logits.argmax(-1, keepdim=True)], dim=1)
+            token = logits.argmax(-1)  # (B,)
+            token = torch.where(limit <= t, torch.full_like(token, eos), token)  # forced EOS
+            token = torch.where(done, torch.full_like(token, pad), token)  # (B,)
+            ys = torch.cat([ys, token[:, None]], dim=1)  # (B, t + 1)
+            done = done | (token == eos)
+            if bool(done.all()):
+                break
         return ys[:, 1:]

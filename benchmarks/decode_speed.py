@@ -4,11 +4,14 @@ Translates the Multi30k test set (1000 sentences, English side) with beam 4 on a
 model with random weights and a BPE vocabulary learned on Multi30k train, through the same
 Translator the CLI uses. Cached (incremental decoding) and uncached (the decoder re-run on the
 whole prefix) runs alternate in one process, so that a load change on a shared machine hits
-both. Random weights rarely emit EOS, so outputs run to the maximum length: with
-``--max-len-b 0`` that is the source length (close to real translation lengths); with 50 it is
-the paper's worst case.
+both. Random weights rarely emit EOS, so outputs run to the maximum length of aiayn's rule
+(``aiayn.decode.max_lengths``, |X| + b tokens, EOS included): with ``--max-len-b 0`` that is the
+source length (close to real translation lengths); with 50 it is the paper's worst case. The
+modes ``cached-plain`` and ``uncached-plain`` run the same weights with the speed kernels off
+(what the kernels buy in decoding).
 
     .venv/bin/python benchmarks/decode_speed.py [--n 1000] [--max-len-b 0] [--rounds 2]
+    .venv/bin/python benchmarks/decode_speed.py --modes cached,cached-plain
 """
 
 from __future__ import annotations
@@ -16,10 +19,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from run import plain_config
 
 from aiayn import Transformer, model_preset
 from aiayn.config import DecodeConfig
@@ -37,7 +45,11 @@ def main() -> int:
     ap.add_argument("--beam", type=int, default=4)
     ap.add_argument("--max-len-b", type=int, default=0)
     ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--modes", default="cached,uncached")
+    ap.add_argument(
+        "--modes",
+        default="cached,uncached",
+        help="of cached, uncached, cached-plain, uncached-plain",
+    )
     ap.add_argument("--threads", type=int, default=0, help="0: torch's default")
     ap.add_argument("--device", default="cpu")
     args = ap.parse_args()
@@ -51,15 +63,23 @@ def main() -> int:
     tok = Tokenizer.train(texts, vocab_size=args.vocab)
     bpe_s = time.perf_counter() - t0
     torch.manual_seed(0)
-    model = Transformer(model_preset("tiny", vocab_size=tok.vocab_size)).to(args.device).eval()
+    model_cfg = model_preset("tiny", vocab_size=tok.vocab_size)
+    model = Transformer(model_cfg).to(args.device).eval()
+    plain_cfg, plain_switch = plain_config(model_cfg)
+    plain = Transformer(plain_cfg).to(args.device).eval()
+    plain.load_state_dict(model.state_dict())  # the same weights, the kernels off
     cfg = DecodeConfig(beam=args.beam, max_len_b=args.max_len_b)
     src = tok.encode_batch(test)
     times: dict[str, list[float]] = {m: [] for m in args.modes.split(",")}
+    unknown = set(times) - {"cached", "uncached", "cached-plain", "uncached-plain"}
+    if unknown:
+        ap.error(f"--modes: unknown mode(s) {', '.join(sorted(unknown))}")
     out_len: dict[str, float] = {}
     load = [os.getloadavg()[0]]
     for _ in range(args.rounds):
         for mode in times:
-            tr = Translator(model, tok, cfg, cached=mode == "cached")
+            net = plain if mode.endswith("-plain") else model
+            tr = Translator(net, tok, cfg, cached=mode.startswith("cached"))
             t = time.perf_counter()
             hyps = tr.translate_ids(src)
             if args.device.startswith("cuda"):
@@ -74,6 +94,7 @@ def main() -> int:
         "vocab": tok.vocab_size,
         "beam": args.beam,
         "max_len": f"|X| + {args.max_len_b}",
+        "plain_kernels_switch": plain_switch,
         "threads": torch.get_num_threads(),
         "bpe_seconds": bpe_s,
         "seconds": times,

@@ -1,22 +1,29 @@
 """aiayn against torch.nn.Transformer and a textbook implementation, in one run.
 
-    python benchmarks/run.py --quick          # about a minute: tiny only
-    python benchmarks/run.py                  # about 10 minutes on 2 cores: tiny and base
+    python benchmarks/run.py --quick          # a few minutes: tiny only
+    python benchmarks/run.py                  # about 15 minutes on 2 cores: tiny and base
     python benchmarks/run.py --device cuda    # the same on a GPU
 
 Measures training throughput (forward, backward and Adam step with the label-smoothed loss, on
 token-budget batches of about 4096 target tokens with lengths 10-40), model FLOPs utilisation
 against the matmul peak measured here with the same threads, decoding speed (greedy and beam 4,
-cached and uncached, against the textbook greedy decode) and the peak memory of a training
-step (each in a fresh process). Competitors run alternately, step by step, so a busy machine
-slows all of them alike; the load average before and after is reported. Prints a table and
-writes JSON (``--json``).
+cached and uncached, against the textbook greedy decode, all under aiayn's length rule) and the
+peak memory of a training step (each in a fresh process). Competitors run alternately, step by
+step, so a busy machine slows all of them alike; the load average before and after is
+reported. Prints a table and writes JSON (``--json``).
+
+The competitors (``COMPETITORS``) do equal work: the same batches, the same optimizer and
+dropout only where the paper has it. "nn.Transformer, as users write it" is the one exception,
+labelled: ``nn.Transformer(dropout=p)`` with its dropout on the attention probabilities and
+after the ReLU as well, as most code builds it. "aiayn --kernels plain" is aiayn with its speed
+kernels switched off: what the kernels buy.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import statistics
@@ -32,16 +39,32 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from baselines import TextbookTransformer, TorchTransformerBaseline
+from decoding import MAX_LEN_A, MAX_LEN_B, aiayn_runs
 from flops import training_flops
 
 from aiayn import Transformer, model_preset
-from aiayn.config import TrainConfig
+from aiayn.config import ModelConfig, TrainConfig
 from aiayn.data import BOS, EOS, InMemorySplit, batch_from_indices, token_batches
+from aiayn.decode import max_lengths
 from aiayn.train.schedule import make_optimizer, set_lr
 
-IMPLS = ("aiayn", "nn.Transformer", "textbook")
+PLAIN = "aiayn --kernels plain"
+AS_WRITTEN = "nn.Transformer, as users write it"
+COMPETITORS = {
+    "aiayn": "aiayn as it trains (kernels fast)",
+    PLAIN: "aiayn with its speed kernels off: standard PyTorch ops only",
+    "nn.Transformer": "the same model on torch.nn.Transformer, dropout where the paper has it",
+    AS_WRITTEN: "nn.Transformer(dropout=p): also on attention probabilities and after the ReLU",
+    "textbook": "explicit softmax and masks, per-head view, smoothed-target matrix",
+}
+IMPLS = tuple(COMPETITORS)
 VOCAB = {"tiny": 8000, "base": 37000}
 EPS_LS = 0.1
+
+
+def plain_config(cfg: ModelConfig) -> tuple[ModelConfig, str]:
+    """cfg with the kernels off (ModelConfig.kernels), and how (recorded in the JSON)."""
+    return dataclasses.replace(cfg, kernels="plain"), 'kernels="plain"'
 
 
 def make_batches(vocab: int, max_tokens: int, n_pairs: int, seed: int = 0) -> list:
@@ -60,16 +83,17 @@ def make_batches(vocab: int, max_tokens: int, n_pairs: int, seed: int = 0) -> li
 def build(impl: str, preset: str, device: torch.device) -> tuple[torch.nn.Module, Callable]:
     """A model and its loss(batch) -> summed label-smoothed loss over the target tokens."""
     cfg = model_preset(preset, vocab_size=VOCAB[preset])
-    if impl == "aiayn":
-        model = Transformer(cfg)
+    if impl in ("aiayn", PLAIN):
+        model = Transformer(cfg if impl == "aiayn" else plain_config(cfg)[0])
 
-        def loss(b):  # the output layer and the loss in one chunked pass (aiayn.output_loss)
+        def loss(b):  # fast: the output layer and the loss in one chunked pass (kernels)
             return model(b.src, b.tgt_in, target=b.tgt_out, label_smoothing=EPS_LS)[0]
 
     else:
-        model = (
-            TorchTransformerBaseline(cfg) if impl == "nn.Transformer" else TextbookTransformer(cfg)
-        )
+        if impl == "textbook":
+            model = TextbookTransformer(cfg)
+        else:
+            model = TorchTransformerBaseline(cfg, as_users_write_it=impl == AS_WRITTEN)
 
         def loss(b):
             return model.loss(model(b.src, b.tgt_in), b.tgt_out, EPS_LS)
@@ -79,7 +103,7 @@ def build(impl: str, preset: str, device: torch.device) -> tuple[torch.nn.Module
 
 def make_step(impl: str, preset: str, device: torch.device, bf16: bool) -> Callable:
     model, loss_fn = build(impl, preset, device)
-    # aiayn's own optimizer for all three: Adam 0.9/0.98/1e-9 (5.3), fused where PyTorch has a
+    # aiayn's own optimizer for all of them: Adam 0.9/0.98/1e-9 (5.3), fused where PyTorch has a
     # fused kernel for the device (the CPU included), as `aiayn train` runs it.
     opt = make_optimizer(model.parameters(), TrainConfig())
     set_lr(opt, 1e-4)
@@ -127,7 +151,8 @@ def bench_training(preset: str, device, rounds: int, bf16: bool, peak: float) ->
         steps[impl](batches[0])
     for r in range(rounds):
         batch = batches[(r + 1) % len(batches)]
-        order = IMPLS[r % 3 :] + IMPLS[: r % 3]  # rotate who goes first
+        k = r % len(IMPLS)
+        order = IMPLS[k:] + IMPLS[:k]  # rotate who goes first
         for impl in order:
             sync(device)
             t = time.perf_counter()
@@ -186,41 +211,51 @@ def memory_child(impl: str, preset: str, device: torch.device) -> None:
     print(json.dumps({"peak_rss_mib": _vm("VmHWM"), "before_step_mib": before}))
 
 
-def bench_decoding(device, n_sent: int, quick: bool) -> dict:
-    """Sentences per second: greedy and beam 4, cached and uncached; textbook greedy."""
-    try:
-        from aiayn import decode
-    except ImportError:
-        return {"skipped": "aiayn.decode is not available"}
+def bench_decoding(device, n_sent: int, quick: bool) -> tuple[dict, dict]:
+    """Sentences per second, and output tokens a sentence, of every decoding competitor.
+
+    aiayn's greedy and beam 4, cached and uncached, and the textbook greedy decode, all under
+    aiayn's length rule (``decoding.py``): at most |X| output tokens, EOS included, and a
+    sentence stops at its EOS.
+    """
     cfg = model_preset("tiny", vocab_size=VOCAB["tiny"])
     ours = Transformer(cfg).to(device).eval()
     book = TextbookTransformer(cfg).to(device).eval()
     rng = np.random.default_rng(1)
     lengths = rng.integers(20, 31, size=n_sent)
-    src = torch.zeros(n_sent, int(lengths.max()) + 1, dtype=torch.long)
+    src = torch.zeros(n_sent, int(lengths.max()) + 1, dtype=torch.long)  # (B, S)
     for i, n in enumerate(lengths):
         src[i, :n] = torch.from_numpy(rng.integers(4, cfg.vocab_size, size=n))
         src[i, n] = EOS
     src = src.to(device)
-    # Random weights rarely emit EOS: every method decodes exactly source length + 0 tokens.
-    runs = decode.benchmark_runs(ours, src, max_len_a=1.0, max_len_b=0)  # name -> callable
-    runs["textbook greedy"] = lambda: book.greedy(src, int(lengths.max()), BOS, EOS)
+    limit = max_lengths(src, MAX_LEN_A, MAX_LEN_B)  # (B,): the same rule for every method
+    runs: dict[str, Callable] = dict(aiayn_runs(ours, src))  # name -> callable
+    runs["textbook greedy"] = lambda: book.greedy(src, limit, BOS, EOS)
     times: dict[str, list[float]] = {k: [] for k in runs}
+    tokens: dict[str, float] = {}
     reps = 1 if quick else 2
     for _ in range(reps):
         for name, fn in runs.items():
             sync(device)
             t = time.perf_counter()
             with torch.inference_mode():
-                fn()
+                out = fn()
             sync(device)
             times[name].append(time.perf_counter() - t)
-    return {name: n_sent / min(ts) for name, ts in times.items()}
+            tokens[name] = _mean_output_tokens(out)
+    return {name: n_sent / min(ts) for name, ts in times.items()}, tokens
+
+
+def _mean_output_tokens(out) -> float:
+    """Mean output length, EOS included: from aiayn's hypotheses or the textbook's tensor."""
+    if isinstance(out, torch.Tensor):  # (B, t), PAD after EOS
+        return float((out != 0).sum()) / out.size(0)
+    return sum(len(hyps[0].tokens) for hyps in out) / len(out)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="tiny only, few steps (about a minute)")
+    ap.add_argument("--quick", action="store_true", help="tiny only, few steps (a few minutes)")
     ap.add_argument("--threads", type=int, default=2, help="intra-op threads (default 2)")
     ap.add_argument("--device", default="cpu", help="cpu or cuda")
     ap.add_argument("--bf16", action="store_true", help="bf16 autocast (GPU)")
@@ -244,7 +279,9 @@ def main() -> int:
             "cpu_count": os.cpu_count(),
             "torch": torch.__version__,
             "load_before": os.getloadavg()[0],
-        }
+        },
+        "competitors": COMPETITORS,
+        "plain_kernels_switch": plain_config(model_preset("tiny"))[1],
     }
     peak = matmul_peak(device, args.quick)
     report["matmul_peak_gflops"] = peak / 1e9
@@ -255,13 +292,14 @@ def main() -> int:
         res = bench_training(preset, device, rounds, args.bf16, peak)
         report["training"][preset] = res
         avg = res["batch_tgt_tokens_avg"]
-        print(f"\ntraining, {preset} (about {avg:.0f} target tokens a batch)")
-        print(f"  {'':16s} {'tgt tok/s':>10s} {'tok/s':>10s} {'MFU':>6s} {'aiayn/x':>8s}")
+        print(f"\ntraining, {preset} (about {avg:.0f} target tokens a batch; equal work")
+        print(f"  but for {AS_WRITTEN!r}, which also drops attention probabilities and ReLUs)")
+        print(f"  {'':34s} {'tgt tok/s':>10s} {'tok/s':>10s} {'MFU':>6s} {'aiayn/x':>8s}")
         for impl in IMPLS:
             r = res[impl]
             ratio = res["aiayn"]["tgt_tokens_per_s"] / r["tgt_tokens_per_s"]
             print(
-                f"  {impl:16s} {r['tgt_tokens_per_s']:10.0f} {r['tokens_per_s']:10.0f} "
+                f"  {impl:34s} {r['tgt_tokens_per_s']:10.0f} {r['tokens_per_s']:10.0f} "
                 f"{r['mfu']:6.2f} {ratio:8.2f}"
             )
     if device.type == "cpu":
@@ -270,11 +308,12 @@ def main() -> int:
             print(f"\npeak RSS of a training step, {preset} (MiB)")
             for impl in IMPLS:
                 ratio = res["aiayn"]["peak_rss_mib"] / res[impl]["peak_rss_mib"]
-                print(f"  {impl:16s} {res[impl]['peak_rss_mib']:10.0f}   aiayn/x {ratio:5.2f}")
-    report["decoding"] = bench_decoding(device, 50 if args.quick else 200, args.quick)
-    print("\ndecoding, tiny (sentences per second)")
-    for name, v in report["decoding"].items():
-        print(f"  {name:24s} {v if isinstance(v, str) else f'{v:8.1f}'}")
+                print(f"  {impl:34s} {res[impl]['peak_rss_mib']:10.0f}   aiayn/x {ratio:5.2f}")
+    speed, tokens = bench_decoding(device, 50 if args.quick else 200, args.quick)
+    report["decoding"], report["decoding_output_tokens"] = speed, tokens
+    print("\ndecoding, tiny (sentences per second; output tokens a sentence, EOS included)")
+    for name, v in speed.items():
+        print(f"  {name:24s} {v:8.1f} {tokens[name]:8.1f}")
     report["machine"]["load_after"] = os.getloadavg()[0]
     print(
         f"\nload average before/after: {report['machine']['load_before']:.2f} / "

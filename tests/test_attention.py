@@ -7,29 +7,25 @@ NaN trap of rows whose every key is masked.
 
 from __future__ import annotations
 
-import contextlib
 import math
 
 import pytest
 import torch
 import torch.nn.functional as F
+from cases import attention_case, keep_with_empty_rows, qkv
 from hypothesis import given, settings
-from hypothesis import strategies as st
 from torch import nn
 from torch.func import functional_call
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import aiayn.attention
 from aiayn.attention import (
-    BATCHED_MAX_KEYS,
     MultiHeadAttention,
-    attention,
-    batched_attention,
     causal_mask,
-    fused_attention,
     padding_mask,
     scaled_dot_product_attention,
 )
+from aiayn.kernels.attention import attention as fast_attention
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -43,25 +39,6 @@ def _one_thread():
 
 # The CPU backends of F.scaled_dot_product_attention that accept a boolean mask.
 CPU_BACKENDS = [SDPBackend.MATH, SDPBackend.FLASH_ATTENTION]
-
-
-def _qkv(B=2, H=2, Lq=3, Lk=5, K=4, dtype=torch.float32, grad=False):
-    q = torch.randn(B, H, Lq, K, dtype=dtype, requires_grad=grad)  # (B, H, Lq, K)
-    k = torch.randn(B, H, Lk, K, dtype=dtype, requires_grad=grad)  # (B, H, Lk, K)
-    v = torch.randn(B, H, Lk, K, dtype=dtype, requires_grad=grad)  # (B, H, Lk, K)
-    return q, k, v
-
-
-def _keep_with_empty_rows(B=2, H=2, Lq=3, Lk=5) -> torch.Tensor:
-    """A random keep-mask where query 1 of batch 0 (all heads) may attend to nothing."""
-    g = torch.Generator().manual_seed(1)
-    keep = torch.rand(B, H, Lq, Lk, generator=g) > 0.4  # (B, H, Lq, Lk)
-    keep[:, :, :, 0] = True  # every other row keeps at least one key
-    keep[0, :, 1, :] = False  # an all-masked row
-    return keep
-
-
-# Masks -------------------------------------------------------------------------------------
 
 
 def test_causal_mask_is_true_on_and_below_the_diagonal() -> None:
@@ -86,7 +63,7 @@ def test_padding_mask_marks_real_tokens_true_and_broadcasts() -> None:
 
 def test_explicit_attention_equals_an_einsum_reference_scaled_by_sqrt_dk() -> None:
     """softmax(Q K^T / sqrt(d_k)) V with d_k = 4 (not sqrt(d_model), not unscaled)."""
-    q, k, v = _qkv(K=4)
+    q, k, v = qkv(K=4)
     out, weights = scaled_dot_product_attention(q, k, v)
     ref_w = (torch.einsum("bhik,bhjk->bhij", q, k) / math.sqrt(4)).softmax(-1)  # (B, H, Lq, Lk)
     torch.testing.assert_close(weights, ref_w)
@@ -96,8 +73,8 @@ def test_explicit_attention_equals_an_einsum_reference_scaled_by_sqrt_dk() -> No
 
 
 def test_explicit_attention_records_scores_before_and_after_masking() -> None:
-    q, k, v = _qkv()
-    keep = _keep_with_empty_rows()
+    q, k, v = qkv()
+    keep = keep_with_empty_rows()
     rec: dict[str, torch.Tensor] = {}
     scaled_dot_product_attention(q, k, v, keep, record=rec)
     torch.testing.assert_close(rec["scores"], q @ k.transpose(-2, -1) / 2.0)
@@ -106,7 +83,7 @@ def test_explicit_attention_records_scores_before_and_after_masking() -> None:
 
 
 def test_masked_keys_get_zero_weight_and_do_not_change_the_output() -> None:
-    q, k, v = _qkv(Lk=5)
+    q, k, v = qkv(Lk=5)
     keep = torch.tensor([True, True, True, False, False])  # (Lk,): the last two are padding
     out, weights = scaled_dot_product_attention(q, k, v, keep)
     assert torch.all(weights[..., 3:] == 0)
@@ -119,37 +96,29 @@ def test_masked_keys_get_zero_weight_and_do_not_change_the_output() -> None:
     torch.testing.assert_close(scaled_dot_product_attention(q, k, v2, keep)[0], out)
 
 
-# Differential: explicit vs F.scaled_dot_product_attention vs our fused path ----------------
+# Differential: explicit vs F.scaled_dot_product_attention ---------------------------------
 
 
 @pytest.mark.parametrize("backend", CPU_BACKENDS, ids=lambda b: b.name)
-def test_explicit_equals_torch_sdpa_and_our_fused_path(backend: SDPBackend) -> None:
-    q, k, v = _qkv()
-    keep = _keep_with_empty_rows()
+def test_explicit_equals_torch_sdpa(backend: SDPBackend) -> None:
+    q, k, v = qkv()
+    keep = keep_with_empty_rows()
     ours, _ = scaled_dot_product_attention(q, k, v, keep)
     with sdpa_kernel(backend):
         torch_out = F.scaled_dot_product_attention(q, k, v, attn_mask=keep)  # True = may attend
-        fused = fused_attention(q, k, v, keep)
     torch.testing.assert_close(ours, torch_out, atol=1e-5, rtol=1e-5)
-    torch.testing.assert_close(ours, fused, atol=1e-5, rtol=1e-5)
     # The polarity matters: the inverted mask gives another answer.
     with sdpa_kernel(backend):
         inverted = F.scaled_dot_product_attention(q, k, v, attn_mask=~keep)
     assert not torch.allclose(torch.nan_to_num(inverted), ours, atol=1e-3)
 
 
-def test_fused_causal_flag_equals_an_explicit_causal_mask() -> None:
-    q, k, v = _qkv(Lq=5, Lk=5)
-    ours, _ = scaled_dot_product_attention(q, k, v, causal_mask(5))
-    torch.testing.assert_close(fused_attention(q, k, v, causal=True), ours, atol=1e-5, rtol=1e-5)
-
-
 # The NaN trap: rows whose every key is masked ----------------------------------------------
 
 
 def test_all_masked_row_is_zero_and_finite_on_the_explicit_path_forward_and_backward() -> None:
-    q, k, v = _qkv(grad=True)
-    keep = _keep_with_empty_rows()
+    q, k, v = qkv(grad=True)
+    keep = keep_with_empty_rows()
     out, weights = scaled_dot_product_attention(q, k, v, keep)
     assert torch.isfinite(out).all()
     assert torch.isfinite(weights).all()
@@ -162,32 +131,15 @@ def test_all_masked_row_is_zero_and_finite_on_the_explicit_path_forward_and_back
     assert torch.all(q.grad[0, :, 1] == 0)  # the empty row's query influences nothing
 
 
-@pytest.mark.parametrize(
-    ("kernel", "backend"),
-    [*((fused_attention, b) for b in CPU_BACKENDS), (batched_attention, None)],
-    ids=[*(f"fused-{b.name}" for b in CPU_BACKENDS), "batched"],
-)
-def test_all_masked_row_is_zero_and_finite_on_the_fast_paths_forward_and_backward(
-    kernel, backend: SDPBackend | None
-) -> None:
-    q, k, v = _qkv(grad=True)
-    keep = _keep_with_empty_rows()
-    with sdpa_kernel(backend) if backend is not None else contextlib.nullcontext():
-        out = kernel(q, k, v, keep)
-        out.square().sum().backward()
-    assert torch.isfinite(out).all()
-    assert torch.all(out[0, :, 1] == 0)
-    for t in (q, k, v):
-        assert t.grad is not None
-        assert torch.isfinite(t.grad).all()
-    assert torch.all(q.grad[0, :, 1] == 0)  # the empty row's query influences nothing
-
-
 def test_all_masked_source_in_multi_head_cross_attention_is_finite_on_both_paths() -> None:
     """A source row that is all padding: cross-attention returns zeros, never NaN."""
     for fused in (True, False):
         torch.manual_seed(0)
-        mha = MultiHeadAttention(8, 2, 4, fused=fused)
+        mha = (
+            MultiHeadAttention(8, 2, 4, attend=fast_attention)
+            if fused
+            else MultiHeadAttention(8, 2, 4)
+        )
         x = torch.randn(2, 3, 8, requires_grad=True)  # (B, T, D)
         memory = torch.randn(2, 4, 8, requires_grad=True)  # (B, S, D)
         keep = padding_mask(torch.tensor([[5, 6, 0, 0], [0, 0, 0, 0]]), 0)  # (B, 1, 1, S)
@@ -202,27 +154,8 @@ def test_all_masked_source_in_multi_head_cross_attention_is_finite_on_both_paths
 # Properties ----------------------------------------------------------------------------------
 
 
-@st.composite
-def _attention_case(draw):
-    B, H = draw(st.integers(1, 2)), draw(st.integers(1, 3))
-    Lq, Lk, K = draw(st.integers(1, 5)), draw(st.integers(1, 6)), draw(st.integers(1, 5))
-    seed = draw(st.integers(0, 2**16))
-    g = torch.Generator().manual_seed(seed)
-    q = torch.randn(B, H, Lq, K, generator=g)  # (B, H, Lq, K)
-    k = torch.randn(B, H, Lk, K, generator=g)  # (B, H, Lk, K)
-    v = torch.randn(B, H, Lk, K, generator=g)  # (B, H, Lk, K)
-    shape = draw(st.sampled_from(["full", "keys", "none"]))
-    if shape == "full":
-        keep = torch.rand(B, H, Lq, Lk, generator=g) > draw(st.floats(0.0, 1.0))
-    elif shape == "keys":
-        keep = torch.rand(B, 1, 1, Lk, generator=g) > draw(st.floats(0.0, 1.0))
-    else:
-        keep = None
-    return q, k, v, keep
-
-
 @settings(max_examples=15, deadline=None)
-@given(_attention_case())
+@given(attention_case())
 def test_attention_rows_sum_to_one_or_zero_when_all_keys_are_masked(case) -> None:
     q, k, v, keep = case
     _, weights = scaled_dot_product_attention(q, k, v, keep)
@@ -233,60 +166,6 @@ def test_attention_rows_sum_to_one_or_zero_when_all_keys_are_masked(case) -> Non
         any_key = keep.expand_as(weights).any(-1)  # (B, H, Lq)
         torch.testing.assert_close(sums, any_key.float())
         assert torch.all(weights[~keep.expand_as(weights)] == 0)
-
-
-@pytest.mark.parametrize("kernel", [fused_attention, batched_attention], ids=["fused", "batched"])
-@settings(max_examples=20, deadline=None)
-@given(case=_attention_case())
-def test_fast_kernels_equal_the_explicit_path(kernel, case) -> None:
-    """SDPA and the additive-mask kernels (baddbmm, softmax, bmm) against Eq. (1) written out."""
-    q, k, v, keep = case
-    ours, _ = scaled_dot_product_attention(q, k, v, keep)
-    fast = kernel(q, k, v, keep)
-    assert torch.isfinite(fast).all()
-    torch.testing.assert_close(fast, ours, atol=1e-5, rtol=1e-5)
-
-
-@pytest.mark.parametrize(("Lq", "Lk"), [(5, 5), (1, 5), (2, 6)], ids=["full", "step", "chunk"])
-def test_batched_causal_flag_equals_an_explicit_causal_mask(Lq: int, Lk: int) -> None:
-    """Query i sits at position Lk - Lq + i, as when decoding with a cache."""
-    q, k, v = _qkv(Lq=Lq, Lk=Lk)
-    keep = causal_mask(Lk, queries=Lq)  # (Lq, Lk)
-    assert keep.shape == (Lq, Lk)
-    assert bool(keep[-1].all())  # the newest query sees every key
-    ours, _ = scaled_dot_product_attention(q, k, v, keep)
-    torch.testing.assert_close(batched_attention(q, k, v, causal=True), ours)
-    pad = padding_mask(torch.tensor([[4] * (Lk - 1) + [0], [4] * Lk]), 0)  # (B, 1, 1, Lk)
-    ours, _ = scaled_dot_product_attention(q, k, v, pad & keep)
-    torch.testing.assert_close(batched_attention(q, k, v, pad, causal=True), ours)
-
-
-def test_gradcheck_batched_attention() -> None:
-    q, k, v = _qkv(B=1, H=2, Lq=3, Lk=4, K=3, dtype=torch.float64, grad=True)
-    keep = _keep_with_empty_rows(B=1, H=2, Lq=3, Lk=4)
-    assert torch.autograd.gradcheck(lambda q, k, v: batched_attention(q, k, v, keep), (q, k, v))
-    assert torch.autograd.gradcheck(
-        lambda q, k, v: batched_attention(q, k, v, causal=True), (q, k[:, :, :3], v[:, :, :3])
-    )
-
-
-def test_attention_picks_batched_kernels_for_short_keys_on_the_cpu_and_sdpa_otherwise(
-    monkeypatch,
-) -> None:
-    calls: list[str] = []
-    batched, fused = aiayn.attention.batched_attention, aiayn.attention.fused_attention
-    monkeypatch.setattr(
-        aiayn.attention, "batched_attention", lambda *a, **k: calls.append("b") or batched(*a, **k)
-    )
-    monkeypatch.setattr(
-        aiayn.attention, "fused_attention", lambda *a, **k: calls.append("f") or fused(*a, **k)
-    )
-    q, k, v = _qkv(Lk=BATCHED_MAX_KEYS)
-    attention(q, k, v)  # CPU, short enough: batched
-    attention(q, k, v, dropout_p=0.1)  # attention dropout (an extension): SDPA
-    q, k, v = _qkv(Lk=BATCHED_MAX_KEYS + 1)
-    attention(q, k, v)  # long keys: the flash kernel keeps memory linear in Lk
-    assert calls == ["b", "f", "f"]
 
 
 # MultiHeadAttention --------------------------------------------------------------------------
@@ -312,7 +191,7 @@ def _torch_mha(ours: MultiHeadAttention) -> nn.MultiheadAttention:
 
 @pytest.mark.parametrize("bias", [False, True])
 def test_self_attention_equals_nn_multihead_attention_with_key_padding(bias: bool) -> None:
-    mha = MultiHeadAttention(8, 2, 4, bias=bias, fused=False)
+    mha = MultiHeadAttention(8, 2, 4, bias=bias)
     if bias:
         with torch.no_grad():
             mha.b_qkv.normal_()
@@ -394,8 +273,8 @@ def test_table3_row_b_head_sizes_dv_differs_from_dk() -> None:
 
 
 @pytest.mark.parametrize("cross", [False, True])
-def test_multi_head_fused_equals_recorded_explicit_path(cross: bool) -> None:
-    mha = MultiHeadAttention(8, 2, 4)
+def test_multi_head_fast_equals_recorded_explicit_path(cross: bool) -> None:
+    mha = MultiHeadAttention(8, 2, 4, attend=fast_attention)
     x = torch.randn(2, 4, 8)  # (B, T, D)
     memory = torch.randn(2, 5, 8) if cross else None  # (B, S, D)
     keep = padding_mask(torch.tensor([[4, 5, 6, 7, 2], [4, 2, 0, 0, 0]]), 0) if cross else None
@@ -404,12 +283,13 @@ def test_multi_head_fused_equals_recorded_explicit_path(cross: bool) -> None:
     explicit = mha(x, memory, keep, causal=not cross, record=rec)  # (B, T, D)
     torch.testing.assert_close(fused, explicit, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(rec["M"], explicit)
-    mha.fused = False
+    mha.attend = aiayn.attention.attention  # the plain path, unrecorded
     torch.testing.assert_close(mha(x, memory, keep, causal=not cross), explicit)
 
 
-def test_self_attention_cache_one_step_at_a_time_equals_full_causal() -> None:
-    mha = MultiHeadAttention(8, 2, 4)
+@pytest.mark.parametrize("fused", [False, True])
+def test_self_attention_cache_one_step_at_a_time_equals_full_causal(fused: bool) -> None:
+    mha = MultiHeadAttention(8, 2, 4, attend=fast_attention if fused else aiayn.attention.attention)
     x = torch.randn(2, 5, 8)  # (B, T, D)
     full = mha(x, causal=True)  # (B, T, D)
     cache: dict[str, torch.Tensor] = {}
@@ -438,22 +318,17 @@ def test_cross_attention_cache_projects_the_memory_once() -> None:
 
 
 def test_gradcheck_explicit_attention_with_mask_and_an_empty_row() -> None:
-    q, k, v = _qkv(B=1, H=2, Lq=3, Lk=4, K=3, dtype=torch.float64, grad=True)
-    keep = _keep_with_empty_rows(B=1, H=2, Lq=3, Lk=4)
+    q, k, v = qkv(B=1, H=2, Lq=3, Lk=4, K=3, dtype=torch.float64, grad=True)
+    keep = keep_with_empty_rows(B=1, H=2, Lq=3, Lk=4)
     assert torch.autograd.gradcheck(
         lambda q, k, v: scaled_dot_product_attention(q, k, v, keep)[0], (q, k, v)
     )
 
 
-def test_gradcheck_fused_attention() -> None:
-    q, k, v = _qkv(B=1, H=2, Lq=3, Lk=4, K=3, dtype=torch.float64, grad=True)
-    keep = _keep_with_empty_rows(B=1, H=2, Lq=3, Lk=4)
-    assert torch.autograd.gradcheck(lambda q, k, v: fused_attention(q, k, v, keep), (q, k, v))
-
-
 @pytest.mark.parametrize("fused", [False, True])
 def test_gradcheck_multi_head_attention(fused: bool) -> None:
-    mha = MultiHeadAttention(4, 2, 2, bias=True, fused=fused).double()
+    attend = fast_attention if fused else aiayn.attention.attention
+    mha = MultiHeadAttention(4, 2, 2, bias=True, attend=attend).double()
     x = torch.randn(1, 3, 4, dtype=torch.float64, requires_grad=True)  # (B, T, D)
     memory = torch.randn(1, 2, 4, dtype=torch.float64, requires_grad=True)  # (B, S, D)
     params = {n: p.detach().clone().requires_grad_() for n, p in mha.named_parameters()}

@@ -63,8 +63,10 @@ def test_flag_types_follow_the_field_types() -> None:
     assert cfg.d_k == 16
     assert cfg.n_dec_layers is None
     assert config_from_args(DecodeConfig, args).length_penalty == "fairseq"
-    off = config_from_args(ModelConfig, parser.parse_args(["--no-fused-attention"]))
-    assert off.fused_attention is False
+    plain = config_from_args(ModelConfig, parser.parse_args(["--kernels", "plain"]))
+    assert plain.kernels == "plain"
+    with pytest.raises(SystemExit):  # argparse: invalid choice
+        parser.parse_args(["--kernels", "turbo"])
 
 
 def test_flags_not_given_leave_the_defaults() -> None:
@@ -129,6 +131,7 @@ def test_an_unknown_toml_setting_is_a_user_error_naming_it(tmp_path: Path) -> No
         config_from_args(ModelConfig, _parser().parse_args([]), toml=load_toml(path))
 
 
+@pytest.mark.slow  # the whole demo twice, with a few seconds of training
 def test_aiayn_demo_runs_end_to_end(tmp_path, capsys) -> None:
     """The whole flow on the numbers task (no apt needed), with a few seconds of training."""
     run = tmp_path / "runs" / "demo"

@@ -66,6 +66,7 @@ def weights(run: Path) -> dict[str, torch.Tensor]:
     return load_file(str(latest_checkpoint(run) / "model.safetensors"))
 
 
+@pytest.mark.slow  # torchrun starts two processes, then one
 @pytest.mark.skipif(TORCHRUN is None, reason="torchrun is not installed")
 def test_two_processes_equal_one_with_accumulation(tmp_path: Path) -> None:
     n_batches = len(token_batches(data().train, MAX_TOKENS, seed=1, epoch=0))

@@ -374,15 +374,3 @@ def test_model_step_fn_refuses_training_mode() -> None:
     model = tiny_model().train()
     with pytest.raises(ValueError, match="eval"):
         model_step_fn(model, torch.tensor([[5, 2]]))
-
-
-def test_benchmark_runs_agree() -> None:
-    from aiayn.decode import benchmark_runs
-
-    model = tiny_model(4)
-    src = collate([(s, []) for s in SOURCES]).src  # (B, S)
-    runs = benchmark_runs(model, src, max_len_a=1.0, max_len_b=0)
-    assert sorted(runs) == ["beam 4 cached", "beam 4 uncached", "greedy cached", "greedy uncached"]
-    out = {name: fn() for name, fn in runs.items()}
-    same(out["greedy cached"], out["greedy uncached"])
-    same(out["beam 4 cached"], out["beam 4 uncached"])

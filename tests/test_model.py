@@ -25,7 +25,7 @@ import aiayn
 import aiayn.attention
 from aiayn import ModelConfig, Transformer, model_preset, trace
 from aiayn.attention import MultiHeadAttention, causal_mask, padding_mask
-from aiayn.data.batch import BOS, PAD
+from aiayn.data.specials import BOS, PAD
 from aiayn.model import DecoderLayer, EncoderLayer, FeedForward, sinusoidal_positions
 
 REPO = Path(__file__).resolve().parents[1]
@@ -50,10 +50,10 @@ def tiny(**overrides) -> ModelConfig:
 
 
 @functools.cache
-def _model(fused: bool = True, norm_first: bool = False) -> Transformer:
+def _model(fast: bool = True, norm_first: bool = False) -> Transformer:
     """One model per setting, shared by the property tests (never modified by them)."""
     torch.manual_seed(1234)
-    model = Transformer(tiny(fused_attention=fused, norm_first=norm_first)).eval()
+    model = Transformer(tiny(kernels="fast" if fast else "plain", norm_first=norm_first)).eval()
     _randomize_norms_and_biases(model)
     return model
 
@@ -437,7 +437,7 @@ def test_encoder_layer_equals_nn_transformer_encoder_layer(overrides: dict) -> N
     keep = padding_mask(SRC, PAD)  # (B, 1, 1, S)
     expected = theirs(x, src_key_padding_mask=SRC == PAD)  # True = blocked in torch.nn
     torch.testing.assert_close(ours(x, keep), expected, atol=1e-5, rtol=1e-5)
-    ours.self_attn.fused = False
+    ours.self_attn.attend = aiayn.attention.attention  # the plain path
     torch.testing.assert_close(ours(x, keep), expected, atol=1e-5, rtol=1e-5)
 
 
@@ -497,7 +497,7 @@ def test_stacks_equal_nn_transformer_stacks_with_a_final_norm_only_for_pre_ln(
     torch.testing.assert_close(z, their_z, atol=1e-5, rtol=1e-5)
 
 
-# Properties: causality, padding, batching, incremental decoding, fused == explicit ---------
+# Properties: causality, padding, batching, incremental decoding, fast == explicit ---------
 
 
 def _logits(model: Transformer, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
@@ -506,10 +506,10 @@ def _logits(model: Transformer, src: torch.Tensor, tgt_in: torch.Tensor) -> torc
 
 
 @settings(max_examples=12, deadline=None)
-@given(src=words, tgt=words, data=st.data(), fused=st.booleans())
-def test_no_future_leak(src: list[int], tgt: list[int], data, fused: bool) -> None:
+@given(src=words, tgt=words, data=st.data(), fast=st.booleans())
+def test_no_future_leak(src: list[int], tgt: list[int], data, fast: bool) -> None:
     """Changing target tokens after t never changes the logits at positions <= t (3.2.3)."""
-    model = _model(fused=fused)
+    model = _model(fast=fast)
     tgt_in = _ids([BOS, *tgt])  # (1, T)
     t = data.draw(st.integers(0, tgt_in.size(1) - 2), label="t") if len(tgt) else 0
     changed = tgt_in.clone()
@@ -529,13 +529,13 @@ def test_no_future_leak(src: list[int], tgt: list[int], data, fused: bool) -> No
     tgt=words,
     extra_src=st.integers(0, 3),
     extra_tgt=st.integers(0, 3),
-    fused=st.booleans(),
+    fast=st.booleans(),
 )
 def test_padding_invariance(
-    src: list[int], tgt: list[int], extra_src: int, extra_tgt: int, fused: bool
+    src: list[int], tgt: list[int], extra_src: int, extra_tgt: int, fast: bool
 ) -> None:
     """Extra right padding on src or tgt_in changes nothing at the real positions."""
-    model = _model(fused=fused)
+    model = _model(fast=fast)
     src_ids, tgt_in = _ids([*src, 2]), _ids([BOS, *tgt])
     padded_src = F.pad(src_ids, (0, extra_src), value=PAD)  # (1, S + extra)
     padded_tgt = F.pad(tgt_in, (0, extra_tgt), value=PAD)  # (1, T + extra)
@@ -545,10 +545,10 @@ def test_padding_invariance(
 
 
 @settings(max_examples=10, deadline=None)
-@given(pairs=st.lists(st.tuples(words, words), min_size=2, max_size=4), fused=st.booleans())
-def test_batch_invariance(pairs: list[tuple[list[int], list[int]]], fused: bool) -> None:
+@given(pairs=st.lists(st.tuples(words, words), min_size=2, max_size=4), fast=st.booleans())
+def test_batch_invariance(pairs: list[tuple[list[int], list[int]]], fast: bool) -> None:
     """A sentence alone gives the same logits as the same sentence in a padded batch."""
-    model = _model(fused=fused)
+    model = _model(fast=fast)
     src = _ids(*([*s, 2] for s, _ in pairs))  # (B, S)
     tgt_in = _ids(*([BOS, *t] for _, t in pairs))  # (B, T)
     batched = _logits(model, src, tgt_in)
@@ -572,7 +572,7 @@ def _incremental(model: Transformer, src: torch.Tensor, tgt_in: torch.Tensor, si
 @given(pairs=st.lists(st.tuples(words, words), min_size=1, max_size=3), data=st.data())
 def test_incremental_decoding_equals_the_full_pass(pairs, data) -> None:
     """model.start/step, one token at a time and in random chunks, equals model(src, tgt_in)."""
-    model = _model(fused=data.draw(st.booleans(), label="fused"))
+    model = _model(fast=data.draw(st.booleans(), label="fast"))
     src = _ids(*([*s, 2] for s, _ in pairs))  # (B, S)
     tgt_in = _ids(*([BOS, *t] for _, t in pairs))  # (B, T)
     T = tgt_in.size(1)
@@ -622,17 +622,17 @@ def test_decoder_state_reorder_selects_rows_of_every_cache() -> None:
 
 @settings(max_examples=10, deadline=None)
 @given(pairs=st.lists(st.tuples(words, words), min_size=1, max_size=3), norm_first=st.booleans())
-def test_fused_path_equals_explicit_trace_path(pairs, norm_first: bool) -> None:
-    fused, explicit = _model(True, norm_first), _model(False, norm_first)
+def test_fast_path_equals_explicit_trace_path(pairs, norm_first: bool) -> None:
+    fast, explicit = _model(True, norm_first), _model(False, norm_first)
     assert all(
-        torch.equal(a, b) for a, b in zip(fused.parameters(), explicit.parameters(), strict=True)
+        torch.equal(a, b) for a, b in zip(fast.parameters(), explicit.parameters(), strict=True)
     )
     src = _ids(*([*s, 2] for s, _ in pairs))  # (B, S)
     tgt_in = _ids(*([BOS, *t] for _, t in pairs))  # (B, T)
     ref = _logits(explicit, src, tgt_in)
-    torch.testing.assert_close(_logits(fused, src, tgt_in), ref, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(_logits(fast, src, tgt_in), ref, atol=1e-5, rtol=1e-5)
     with torch.no_grad():
-        torch.testing.assert_close(trace(fused, src, tgt_in).L, ref, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(trace(fast, src, tgt_in).L, ref, atol=1e-5, rtol=1e-5)
 
 
 def test_attention_rows_in_the_model_sum_to_one_and_skip_padding() -> None:
@@ -667,45 +667,10 @@ def test_gradcheck_feed_forward() -> None:
     )
 
 
-def test_feed_forward_written_out_backward_equals_autograd_on_the_plain_path() -> None:
-    """The normal pass uses _FeedForwardFn (in-place ReLU, hand-written backward); the recording
-    pass is plain autograd. Same outputs and gradients, half the hidden units inactive."""
-    torch.manual_seed(3)
-    ffn = FeedForward(16, 64)
-    with torch.no_grad():
-        ffn.b_1.normal_()
-        ffn.b_2.normal_()
-    x = torch.randn(5, 7, 16, requires_grad=True)  # (B, L, D)
-    g = torch.randn(5, 7, 16)
-    fast = ffn(x)
-    record: dict = {}
-    plain = ffn(x, record=record)
-    assert 0.2 < float((record["hidden"] == 0).float().mean()) < 0.8  # the gate matters
-    torch.testing.assert_close(fast, plain)
-    wrt = [x, *ffn.parameters()]
-    for a, b in zip(
-        torch.autograd.grad(fast, wrt, g), torch.autograd.grad(plain, wrt, g), strict=True
-    ):
-        torch.testing.assert_close(a, b)
-    assert _ffn_fn_in_graph(fast)
-    assert not _ffn_fn_in_graph(plain)
-
-
-def test_feed_forward_with_relu_dropout_takes_the_plain_path() -> None:
-    ffn = FeedForward(8, 16, dropout=0.5).train()
-    assert not _ffn_fn_in_graph(ffn(torch.randn(2, 3, 8, requires_grad=True)))
-
-
-def _ffn_fn_in_graph(y: torch.Tensor) -> bool:
-    """Whether _FeedForwardFn's backward is among the first two nodes of y's graph."""
-    nodes = [y.grad_fn, *(f for f, _ in y.grad_fn.next_functions if f is not None)]
-    return any(type(n).__name__ == "_FeedForwardFnBackward" for n in nodes)
-
-
-@pytest.mark.parametrize("fused", [True, False], ids=["fused", "explicit"])
-def test_gradcheck_whole_tiny_transformer_loss(fused: bool) -> None:
+@pytest.mark.parametrize("kernels", ["fast", "plain"])
+def test_gradcheck_whole_tiny_transformer_loss(kernels: str) -> None:
     cfg = ModelConfig(
-        vocab_size=7, d_model=4, n_heads=2, d_ff=6, n_layers=1, dropout=0.0, fused_attention=fused
+        vocab_size=7, d_model=4, n_heads=2, d_ff=6, n_layers=1, dropout=0.0, kernels=kernels
     )
     model = Transformer(cfg).double().eval()
     _randomize_norms_and_biases(model)

@@ -214,7 +214,7 @@ def test_plain_cross_entropy_is_eps_zero(model: Transformer) -> None:
 
 
 def test_training_loss_uses_the_same_convention() -> None:
-    loss_mod = pytest.importorskip("aiayn.train.loss")
+    loss_mod = pytest.importorskip("aiayn.loss")
     logits = torch.randn(2, 4, 11, dtype=torch.float64)
     total, _, n = loss_mod.label_smoothed_loss(logits, torch.from_numpy(TGT_OUT), 0.1, 0)
     twin, _ = ref.label_smoothed_forward(_np(logits), TGT_OUT, 0.1, 0)

@@ -10,6 +10,7 @@ import torch
 
 from aiayn.config import ModelConfig, TrainConfig, model_preset
 from aiayn.data import InMemorySplit, batch_from_indices, collate, synthetic_pairs, token_batches
+from aiayn.loss import label_smoothed_loss
 from aiayn.model import Transformer
 from aiayn.train import (
     TrainData,
@@ -22,7 +23,6 @@ from aiayn.train import (
 )
 from aiayn.train import loop as loop_module
 from aiayn.train.distributed import World
-from aiayn.train.loss import label_smoothed_loss
 
 V = 12
 
@@ -262,6 +262,7 @@ def test_valid_accuracy_and_batches(tmp_path: Path) -> None:
     assert batch_from_indices(data.valid, [0]).n_tgt_tokens >= 2
 
 
+@pytest.mark.slow  # trains the tiny preset until it copies
 def test_tiny_preset_learns_the_copy_task(tmp_path: Path) -> None:
     """The tiny preset, narrowed (d_model 64, 1 layer, 1 head), copies unseen sequences.
 

@@ -81,6 +81,19 @@ def test_translate_file_in_order(tmp_path, ckpt, tokenizer) -> None:
         assert tr.translate([line])[0][0][0] == text
 
 
+def test_kernels_plain_translates_the_same(tmp_path, ckpt) -> None:
+    inp = tmp_path / "in.txt"
+    inp.write_text("a dog runs .\ntwo men are playing football in the park .\n", encoding="utf-8")
+    outs = []
+    for kernels in ("fast", "plain"):
+        out = tmp_path / f"{kernels}.txt"
+        argv = ["--checkpoint", str(ckpt), "--input", str(inp), "--output", str(out), *FAST]
+        assert main(["translate", *argv, "--kernels", kernels]) == 0
+        outs.append(out.read_text(encoding="utf-8"))
+    assert outs[0] == outs[1]
+    assert load_translator(ckpt, kernels="plain").model.config.kernels == "plain"
+
+
 def test_translator_equals_beam_search(ckpt, tokenizer) -> None:
     tr = load_translator(ckpt, DecodeConfig(max_len_b=4, nbest=2))
     sources = [tokenizer.encode(t) for t in TEXTS[:4]]

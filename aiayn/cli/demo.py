@@ -295,21 +295,37 @@ def run(args: argparse.Namespace) -> int:
     src_lines, _ = load_prepared(data).texts("test")
     sources.write_text("".join(line + "\n" for line in list(src_lines)[:2]), encoding="utf-8")
     attention = run_dir / "attention"
-    _cli(["translate", "--checkpoint", str(model), "--input", str(sources), "--attention",
-          str(attention), "--output", str(run_dir / "examples.hyp")], quiet=True)  # fmt: skip
-    _cli(["plot", str(run_dir)], quiet=True)
-    _cli(["walkthrough", "--html", str(run_dir / "walkthrough.html")], quiet=True)
+    # (what it is, its path, the verb that writes it, the verb's arguments): a path is printed
+    # only when its verb succeeded; a failure is one line at the end and a non-zero exit.
+    outputs = [
+        ("training curves:", f"{run_dir / 'plots'}{os.sep}", "plot", [str(run_dir)]),
+        ("attention heatmaps:", f"{attention}{os.sep}", "translate",
+         ["--checkpoint", str(model), "--input", str(sources), "--attention", str(attention),
+          "--output", str(run_dir / "examples.hyp")]),
+        ("walkthrough report:", str(run_dir / "walkthrough.html"), "walkthrough",
+         ["--html", str(run_dir / "walkthrough.html")]),
+    ]  # fmt: skip
+    written, failed = [], []
+    for what, path, verb, argv in outputs:
+        rc = _cli([verb, *argv], quiet=True)
+        if rc == 0:
+            written.append(f"{what:23s} {path}")
+        else:
+            failed.append(f"aiayn {verb} (exit {rc})")
     result = json.loads(report.read_text(encoding="utf-8"))
     bleu = result.get("sacrebleu", {})
     _say(f"corpus: {source}; model averaged from the last {n} checkpoints: {model}")
     _say(f"sacreBLEU {bleu.get('score', float('nan')):.1f}  ({bleu.get('signature', '')})")
-    _say(f"training curves:        {run_dir / 'plots'}{os.sep}")
-    _say(f"attention heatmaps:     {attention}{os.sep}")
-    _say(f"walkthrough report:     {run_dir / 'walkthrough.html'}")
+    for line in written:
+        _say(line)
     _say(f"evaluation (JSON):      {report}")
     _say(f"total time: {(time.monotonic() - start) / 60:.1f} minutes")
     _say("\nopen the model in the explorer (your own sentences, every layer and head):")
     _say(f"  {explore_command(model)}")
+    if failed:
+        raise UserError(
+            f"{', '.join(failed)} failed (its message is above); what is listed above is in place"
+        )
     return 0
 
 

@@ -187,6 +187,7 @@ class _Progress:
 
 
 def run(args: argparse.Namespace) -> int:
+    from aiayn.evaluate import greedy_bleu
     from aiayn.train import Runtime, train
     from aiayn.train.distributed import pick_device
 
@@ -212,7 +213,14 @@ def run(args: argparse.Namespace) -> int:
     runtime = Runtime(device=args.device, bf16=args.bf16, compile=args.compile)
     try:
         result = train(
-            model_cfg, train_cfg, data, run_dir, resume=args.resume, runtime=runtime, on_event=view
+            model_cfg,
+            train_cfg,
+            data,
+            run_dir,
+            resume=args.resume,
+            runtime=runtime,
+            on_event=view,
+            bleu=greedy_bleu,
         )
     finally:
         view.close()

@@ -61,6 +61,12 @@ def add_translator_args(parser: argparse.ArgumentParser) -> None:
         help="sentences per batch (default 128)",
     )
     parser.add_argument(
+        "--kernels",
+        choices=["fast", "plain"],
+        default=None,
+        help="fast (aiayn.kernels) or plain PyTorch; the same numbers (default: the checkpoint's)",
+    )
+    parser.add_argument(
         "--no-cache",
         action="store_true",
         help="re-run the decoder on the whole prefix each step (slow)",
@@ -99,6 +105,7 @@ def translator_from_args(args: argparse.Namespace, fallback_tokenizer: Any = Non
         max_sentences=args.max_sentences,
         cached=not args.no_cache,
         fallback_tokenizer=fallback_tokenizer,
+        kernels=args.kernels,
     )
 
 

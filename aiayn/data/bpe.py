@@ -7,8 +7,9 @@ all 256 bytes are in the initial alphabet, so no input character is ever unknown
 gives back the exact text (CJK, emoji, combining marks, runs of spaces). This plays the part of
 the "byte fallback" of other BPE implementations.
 
-Ids 0-3 are the special tokens of ``aiayn.data.batch.SPECIAL_TOKENS`` (PAD, BOS, EOS, UNK). They
-are never produced by ``encode``: a literal "</s>" in a text is encoded as ordinary bytes.
+Ids 0-3 are the special tokens of ``aiayn.data.specials.SPECIAL_TOKENS`` (PAD, BOS, EOS,
+UNK). They are never produced by ``encode``: a literal "</s>" in a text is encoded as ordinary
+bytes.
 
 >>> tok = Tokenizer.train(["the cat sat", "die Katze sass"], vocab_size=300)
 >>> tok.decode(tok.encode("the cat, 猫 😺"))
@@ -23,7 +24,7 @@ import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from aiayn.data.batch import SPECIAL_TOKENS
+from aiayn.data.specials import SPECIAL_TOKENS
 from aiayn.errors import UserError
 
 # The 256 printable characters that the byte-level pre-tokenizer uses for the 256 bytes

@@ -29,8 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from aiayn.data.batching import ArraySplit
 from aiayn.data.bpe import Tokenizer
+from aiayn.data.splits import ArraySplit
 from aiayn.errors import UserError
 
 FORMAT = "aiayn-prepared"

@@ -14,7 +14,7 @@ from typing import Literal
 
 import numpy as np
 
-from aiayn.data.batch import SPECIAL_TOKENS
+from aiayn.data.specials import SPECIAL_TOKENS
 
 Task = Literal["copy", "reverse"]
 FIRST_ID = len(SPECIAL_TOKENS)  # 4: the first id that is not a special token

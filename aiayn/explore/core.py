@@ -30,7 +30,7 @@ import torch
 from torch import Tensor
 
 from aiayn.config import DecodeConfig
-from aiayn.data.batch import BOS, EOS
+from aiayn.data.specials import BOS, EOS
 from aiayn.decode import BeamStep, length_penalty
 from aiayn.errors import UserError
 from aiayn.model import Transformer, trace

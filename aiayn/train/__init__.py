@@ -5,6 +5,7 @@ training loop, ``checkpointing`` the run directory, resuming and averaging, ``di
 torchrun process group, ``metrics`` the JSON-lines log and its plots.
 """
 
+from aiayn.loss import label_smoothed_loss, smoothed_entropy, token_accuracy
 from aiayn.train.checkpointing import (
     Progress,
     average_checkpoints,
@@ -14,7 +15,6 @@ from aiayn.train.checkpointing import (
     resolve_model_files,
 )
 from aiayn.train.loop import TrainResult, train, train_step, validate
-from aiayn.train.loss import label_smoothed_loss, smoothed_entropy, token_accuracy
 from aiayn.train.metrics import plot_metrics, read_metrics
 from aiayn.train.schedule import SCHEDULES, make_optimizer, noam_lr, schedule_preset
 from aiayn.train.session import Runtime, TrainData, TrainingDiverged

@@ -4,16 +4,26 @@ Greedy decoding (beam 1, maximum length input + 50) of the first ``VALID_BLEU_SE
 validation sources, detokenized and scored with sacreBLEU against the raw references: a cheap
 signal for the curves. The reported test BLEU comes from ``aiayn evaluate`` (beam 4, alpha
 0.6, averaged checkpoints). Computed on the main process only.
+
+Decoding and scoring live above training (``aiayn.translator``, ``aiayn.evaluate``), so the
+caller passes them in as a ``BleuScorer``: ``train(..., bleu=aiayn.evaluate.greedy_bleu)`` is
+what ``aiayn train --valid-bleu`` does. This module imports nothing from above it.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
+
+from aiayn.model import Transformer
 
 log = logging.getLogger(__name__)
 
 VALID_BLEU_SENTENCES = 500
+BleuScorer = Callable[[Transformer, Any, list[str], list[str]], float]
+"""score(model, tokenizer, sources, references) -> corpus BLEU of the model's translations."""
+
 _warned: set[str] = set()
 
 
@@ -23,24 +33,17 @@ def _warn_once(message: str) -> None:
         log.warning(message)
 
 
-def valid_bleu(model: Any, data: Any, world: Any) -> float | None:
-    """sacreBLEU of greedy translations of the validation texts, or None where unavailable."""
+def valid_bleu(model: Transformer, data: Any, world: Any, score: BleuScorer) -> float | None:
+    """score(...) of the first validation texts, or None off the main process or without texts.
+
+    ``data`` is a ``TrainData``; ``world`` an ``aiayn.train.distributed.World``.
+    """
     if not world.is_main:
         return None
     if data.valid_texts is None or data.tokenizer is None:
         _warn_once("valid_bleu: the data has no validation texts or tokenizer; BLEU skipped")
         return None
-    try:
-        from aiayn.config import DecodeConfig
-        from aiayn.evaluate import sacre_bleu
-        from aiayn.translator import Translator
-    except ImportError as e:  # the decoding modules are optional for training
-        _warn_once(f"valid_bleu: decoding is unavailable ({e}); BLEU skipped")
-        return None
     sources, references = data.valid_texts
     sources = list(sources[:VALID_BLEU_SENTENCES])
     references = list(references[:VALID_BLEU_SENTENCES])
-    translator = Translator(model, data.tokenizer, DecodeConfig(beam=1, nbest=1))
-    hyps = [nbest[0][0] for nbest in translator.translate(sources)]
-    score, _signature = sacre_bleu(hyps, references)
-    return score
+    return float(score(model, data.tokenizer, sources, references))

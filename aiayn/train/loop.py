@@ -23,10 +23,11 @@ from torch import Tensor
 
 from aiayn.config import ModelConfig, TrainConfig
 from aiayn.data import Batch, Split, batch_from_indices, token_batches
+from aiayn.loss import label_smoothed_loss, token_accuracy
 from aiayn.model import Transformer
+from aiayn.train.bleu import BleuScorer, valid_bleu
 from aiayn.train.checkpointing import Progress
 from aiayn.train.distributed import World, all_reduce_sum, setup
-from aiayn.train.loss import label_smoothed_loss, token_accuracy
 from aiayn.train.metrics import perplexity
 from aiayn.train.schedule import make_optimizer, noam_lr, set_lr
 from aiayn.train.session import (
@@ -61,12 +62,20 @@ def train(
     resume: bool = False,
     runtime: Runtime | None = None,
     on_event: Callable[[dict[str, Any]], None] | None = None,
+    bleu: BleuScorer | None = None,
 ) -> TrainResult:
     """Train a Transformer (or resume RUN's latest checkpoint) until a stopping criterion.
 
     Stops at max_steps, max_epochs, max_minutes or SIGINT/SIGTERM, then validates and writes a
-    checkpoint; raises TrainingDiverged after max_bad_steps non-finite steps in a row.
+    checkpoint; raises TrainingDiverged after max_bad_steps non-finite steps in a row. With
+    ``cfg.valid_bleu``, ``bleu`` scores the validation translations at each validation
+    (``aiayn.evaluate.greedy_bleu``; see ``aiayn.train.bleu``).
     """
+    if cfg.valid_bleu and bleu is None:
+        raise ValueError(
+            "TrainConfig.valid_bleu is set but train() got no BLEU scorer: pass "
+            "bleu=aiayn.evaluate.greedy_bleu (or your own)"
+        )
     runtime = runtime or Runtime()
     world = setup(runtime.device)
     seed_everything(cfg.seed)  # the same initial weights on every rank
@@ -101,14 +110,14 @@ def train(
             session.log_step(smoothed, nll, n_tokens, lr, grad_norm, stream)
             if data.valid is not None and cfg.valid_every and progress.step % cfg.valid_every == 0:
                 valid, valid_step = (
-                    validate(model, data, model_cfg, cfg, world, autocast),
+                    validate(model, data, model_cfg, cfg, world, autocast, bleu),
                     progress.step,
                 )
                 session.emit("valid", step=progress.step, **valid)
             if cfg.save_every_steps and progress.step % cfg.save_every_steps == 0:
                 session.save(stream)
     if data.valid is not None and cfg.valid_every and valid_step != progress.step:
-        valid = validate(model, data, model_cfg, cfg, world, autocast)
+        valid = validate(model, data, model_cfg, cfg, world, autocast, bleu)
         session.emit("valid", step=progress.step, **valid)
     path = session.save(stream)
     session.emit("stop", step=progress.step, reason=reason)
@@ -119,8 +128,8 @@ def batch_loss(net: torch.nn.Module, batch: Batch, eps: float) -> tuple[Tensor, 
     """(sum of L_smoothed, sum of NLL) over a batch's non-pad target tokens.  Section 5.4.
 
     The model computes the tied output layer and ``label_smoothed_loss``'s convention together,
-    chunk by chunk (``aiayn.output_loss``), so the (B, T, V) logits never exist at once; a test
-    proves it equal to ``label_smoothed_loss`` on the logits, value and gradient.
+    chunk by chunk with the fast kernels (``aiayn.kernels.output_loss``), so the (B, T, V)
+    logits never exist at once; a test proves it equal to ``label_smoothed_loss`` on the logits.
     """
     smoothed, nll, _ = net(batch.src, batch.tgt_in, target=batch.tgt_out, label_smoothing=eps)
     return smoothed, nll
@@ -161,11 +170,12 @@ def validate(
     cfg: TrainConfig,
     world: World,
     autocast: Autocast = contextlib.nullcontext,
+    bleu: BleuScorer | None = None,
 ) -> dict[str, float]:
     """Per target token on the valid split: smoothed loss, NLL, perplexity, token accuracy.
 
     Teacher forcing, dropout off; batches split over the processes, sums reduced. With
-    ``cfg.valid_bleu``, also greedy-decoding BLEU (when aiayn.decode and aiayn.evaluate exist).
+    ``cfg.valid_bleu`` and a ``bleu`` scorer, also the BLEU of greedy translations.
     """
     assert data.valid is not None
     model.eval()
@@ -195,11 +205,9 @@ def validate(
         "ppl": perplexity(nll_sum / n),
         "accuracy": correct_sum / n,
     }
-    if cfg.valid_bleu:
-        from aiayn.train.bleu import valid_bleu
-
-        bleu = valid_bleu(model, data, world)
-        if bleu is not None:
-            out["bleu"] = bleu
+    if cfg.valid_bleu and bleu is not None:
+        score = valid_bleu(model, data, world, bleu)
+        if score is not None:
+            out["bleu"] = score
     model.train()
     return out

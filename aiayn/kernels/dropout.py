@@ -1,18 +1,13 @@
-"""Residual dropout, with the random mask drawn cheaply on the CPU.  Section 5.4.
+"""Residual dropout with a cheap random mask on the CPU.  Section 5.4.
 
-"We apply dropout to the output of each sub-layer, before it is added to the sub-layer input
-and normalized. In addition, we apply dropout to the sums of the embeddings and the positional
-encodings" (5.4), with P_drop = 0.1 for the base model.
-
-``F.dropout`` on the CPU draws one Bernoulli variate per element and keeps a float mask for the
-backward pass; on the residual streams of the `tiny` model that was 8% of a training
-step. Here the mask comes from 16 random bits per element, cut from 64-bit random words (four
-elements per draw of the generator), and is kept as booleans: about three times faster, a
-quarter of the mask memory. The drop probability is rounded to a multiple of 2^-16 (0.1 becomes
-6554 / 65536 = 0.1000061) and the kept values are scaled by 1 / (1 - that probability), so
-E[dropout(x)] = x exactly. ``torch.rand`` is itself a multiple of 2^-24, so no CPU mask is
-exact in p; a test checks the rate and the scaling. Other devices use ``F.dropout`` (fused
-kernels there). The generator is torch's default one, so ``torch.manual_seed`` fixes the masks.
+Replaces the plain ``F.dropout(x, p)`` (one Bernoulli variate per element, a float mask kept for
+the backward pass): the mask comes from 16 random bits per element, cut from 64-bit random
+words (four elements per draw of the generator), and is kept as booleans. The drop probability
+is rounded to a multiple of 2^-16 (0.1 becomes 6554 / 65536 = 0.1000061) and the kept values are
+scaled by 1 / (1 - that probability), so E[dropout(x)] = x exactly. ``torch.rand`` is itself a
+multiple of 2^-24, so no CPU mask is exact in p; ``tests/test_kernel_dropout.py`` checks the
+rate and the scaling. Other devices use ``F.dropout``. The generator is torch's default one, so
+``torch.manual_seed`` fixes the masks. Measurements: docs/performance.md.
 
 >>> _ = torch.manual_seed(0)
 >>> x = torch.ones(4, 1000)
@@ -46,7 +41,7 @@ def keep_mask(shape: torch.Size | tuple[int, ...], n_drop: int) -> Tensor:
     return u >= n_drop - (1 << 15)
 
 
-class _MaskScale(torch.autograd.Function):
+class MaskScale(torch.autograd.Function):
     """y = where(m, x, 0) * s, and the same map for the gradient (it is linear in x).
 
     Written out so that each direction is one pass into one new tensor; with autograd's
@@ -62,14 +57,14 @@ class _MaskScale(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad: Tensor) -> tuple[Tensor, None, None]:  # type: ignore[override]
         (keep,) = ctx.saved_tensors
-        return _MaskScale.apply(grad, keep, ctx.scale), None, None  # (*)
+        return MaskScale.apply(grad, keep, ctx.scale), None, None  # (*)
 
 
 def dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
     """Dropout(x) = x * m / (1 - p), m_i ~ Bernoulli(1 - p) independent.  Section 5.4.
 
-    On the CPU p is rounded to a multiple of 2^-16 (see the module docstring); elsewhere, and
-    where p rounds to 0 or 1, this is ``F.dropout``.
+    The kernel for ``F.dropout(x, p)``: on the CPU p is rounded to a multiple of 2^-16 (see the
+    module docstring); elsewhere, and where p rounds to 0 or 1, this is ``F.dropout``.
 
     Shapes: (*) -> (*).
     """
@@ -80,4 +75,4 @@ def dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
         return F.dropout(x, p, training=True)
     keep = keep_mask(x.shape, n_drop)  # (*), bool
     scale = LEVELS / (LEVELS - n_drop)  # 1 / (1 - p), p as rounded
-    return _MaskScale.apply(x, keep, scale)  # (*)
+    return MaskScale.apply(x, keep, scale)  # (*)

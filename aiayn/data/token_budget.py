@@ -2,11 +2,12 @@
 
 "Sentence pairs were batched together by approximate sequence length. Each training batch
 contained a set of sentence pairs containing approximately 25000 source tokens and 25000 target
-tokens." A split is a set of (source ids, target ids) pairs stored without special tokens, as
-one flat token array and offsets per side (in memory here, memory-mapped in
-``aiayn.data.store``). ``token_batches`` cuts one epoch into batches whose padded size with the
-specials, max(B * (S_max + 1), B * (T_max + 1)), stays within ``max_tokens``.
+tokens." ``token_batches`` cuts one epoch of a split (``aiayn.data.splits``) into batches whose
+padded size with the specials, max(B * (S_max + 1), B * (T_max + 1)), stays within
+``max_tokens``; ``batch_from_indices`` pads one of them into a ``Batch``
+(``aiayn.data.specials``).
 
+>>> from aiayn.data.splits import InMemorySplit
 >>> split = InMemorySplit([([5, 6], [7]), ([5], [8, 9]), ([4] * 9, [4] * 9)])
 >>> [b.tolist() for b in token_batches(split, 6, shuffle=False)]
 [[0, 1], [2]]
@@ -18,86 +19,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from aiayn.data.batch import Batch, collate
+from aiayn.data.specials import Batch, collate
+from aiayn.data.splits import Split
 
 log = logging.getLogger(__name__)
-
-
-@runtime_checkable
-class Split(Protocol):
-    """What batching needs of a split: lengths without specials, and pair i as id arrays."""
-
-    src_lengths: np.ndarray  # (N,) int64
-    tgt_lengths: np.ndarray  # (N,) int64
-
-    def __len__(self) -> int: ...
-
-    def pair(self, i: int) -> tuple[np.ndarray, np.ndarray]: ...
-
-
-class ArraySplit:
-    """Pairs stored as flat token arrays with offsets: side k of pair i is tokens[off[i]:off[i+1]].
-
-    The arrays may be in memory or ``np.memmap``; nothing is copied.
-    """
-
-    def __init__(
-        self,
-        src_tokens: np.ndarray,
-        src_offsets: np.ndarray,
-        tgt_tokens: np.ndarray,
-        tgt_offsets: np.ndarray,
-    ) -> None:
-        if len(src_offsets) != len(tgt_offsets) or len(src_offsets) < 1:
-            raise ValueError(
-                f"offsets must have N + 1 entries on both sides, got {len(src_offsets)} "
-                f"and {len(tgt_offsets)}"
-            )
-        self.src_tokens, self.tgt_tokens = src_tokens, tgt_tokens
-        self.src_offsets, self.tgt_offsets = src_offsets, tgt_offsets
-        self.src_lengths = np.diff(np.asarray(src_offsets, dtype=np.int64))  # (N,)
-        self.tgt_lengths = np.diff(np.asarray(tgt_offsets, dtype=np.int64))  # (N,)
-
-    def __len__(self) -> int:
-        return len(self.src_lengths)
-
-    def pair(self, i: int) -> tuple[np.ndarray, np.ndarray]:
-        """(source ids, target ids) of pair i as int64 arrays, without specials."""
-        i = int(i)
-        if not 0 <= i < len(self):
-            raise IndexError(f"pair index {i} out of range for a split of {len(self)} pairs")
-        s0, s1 = int(self.src_offsets[i]), int(self.src_offsets[i + 1])
-        t0, t1 = int(self.tgt_offsets[i]), int(self.tgt_offsets[i + 1])
-        src = np.asarray(self.src_tokens[s0:s1], dtype=np.int64)  # (S,)
-        tgt = np.asarray(self.tgt_tokens[t0:t1], dtype=np.int64)  # (T,)
-        return src, tgt
-
-    def pairs(self) -> list[tuple[list[int], list[int]]]:
-        """Every pair as lists (small splits only: this loads everything)."""
-        return [tuple(a.tolist() for a in self.pair(i)) for i in range(len(self))]
-
-
-def _flatten(seqs: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
-    lengths = np.fromiter((len(s) for s in seqs), dtype=np.int64, count=len(seqs))  # (N,)
-    offsets = np.zeros(len(seqs) + 1, dtype=np.int64)  # (N + 1,)
-    np.cumsum(lengths, out=offsets[1:])
-    tokens = np.fromiter(
-        (t for s in seqs for t in s), dtype=np.int64, count=int(offsets[-1])
-    )  # (sum of lengths,)
-    return tokens, offsets
-
-
-class InMemorySplit(ArraySplit):
-    """A split built from a list of (source ids, target ids) pairs, ids without specials."""
-
-    def __init__(self, pairs: Sequence[tuple[Sequence[int], Sequence[int]]]) -> None:
-        src_tokens, src_offsets = _flatten([s for s, _ in pairs])
-        tgt_tokens, tgt_offsets = _flatten([t for _, t in pairs])
-        super().__init__(src_tokens, src_offsets, tgt_tokens, tgt_offsets)
 
 
 def padded_sizes(split: Split) -> np.ndarray:

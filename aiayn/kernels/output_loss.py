@@ -1,15 +1,15 @@
 """The tied output layer and the label-smoothed loss in one chunked pass.  Sections 3.4, 5.4.
 
-L = Z_D E^T (3.4), then the label-smoothed cross-entropy of 5.4 with the smoothed target q:
-1 - eps on the reference token y and eps / (V - 1) on each other token. Written plainly, this
-materialises the (N, V) logits, their log-softmax and the gradient of each: at the paper's
-shared vocabulary of 37000 and 4096 target tokens that is 600 MB a copy. Here the tokens go in
+Replaces the plain ``label_smoothed_loss(Z_D E^T, y, eps, pad)`` (``aiayn.loss``) under
+autograd, which materialises the (N, V) logits, their log-softmax and the gradient of each (at
+the paper's vocabulary of 37000 and 4096 target tokens, 600 MB a copy). Here the tokens go in
 chunks: for each chunk the logits are computed, the loss taken, and the gradient with respect
 to the logits, p - q (softmax minus smoothed target), turned at once into the gradients of Z_D
-and E. Only (chunk, V) is ever alive, and one exponential pass serves both log-sum-exp and the
-softmax. Padding positions are left out before the output layer (they add nothing to the
-loss), so no logits are computed for them. The numbers equal the plain path (a test proves
-it); the same matmuls run, in a different order. This is an optimisation, not a departure.
+and E. Only (chunk, V) is ever alive, one exponential pass serves both log-sum-exp and the
+softmax, and padding positions are left out before the output layer. When no gradient is
+wanted (``torch.no_grad``, ``inference_mode``: validation, perplexity) only the loss is
+computed. Proven equal to the plain path, value and gradient, in float64 and float32, in
+``tests/test_kernels.py``. Measurements: docs/performance.md.
 
 >>> z = torch.randn(5, 4, dtype=torch.float64); E = torch.randn(7, 4, dtype=torch.float64)
 >>> y = torch.tensor([1, 2, 0, 3, 6])
@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import torch
 from torch import Tensor
+
+from aiayn.loss import smoothed_from
 
 DEFAULT_CHUNK = 1024  # tokens per chunk: (1024, 37000) fp32 is 150 MB
 
@@ -52,11 +54,11 @@ def _chunk_loss(
     lse = top + e_sum.log()  # (C,): log sum_j exp(logit_j)
     nll = lse - logit_y  # (C,): -log p_y
     total = V * lse - logit_sum  # (C,): -sum_j log p_j
-    off = eps / (V - 1)
-    smooth = (1.0 - eps) * nll + off * (total - nll)  # (C,)
+    smooth = smoothed_from(nll, total, eps, V)  # (C,)
     smooth_sum, nll_sum = smooth.sum(), nll.sum()
     if not want_grad:
         return smooth_sum, nll_sum, None
+    off = eps / (V - 1)  # q_j off the reference token
     grad = e.mul_(e_sum.reciprocal()[:, None])  # (C, V): p = softmax, still the same memory
     grad.sub_(off)  # p - eps / (V - 1)
     grad.scatter_add_(1, y[:, None], torch.full_like(nll[:, None], off - (1.0 - eps)))
@@ -64,9 +66,10 @@ def _chunk_loss(
 
 
 class _TiedOutputLoss(torch.autograd.Function):
+    """The chunked loss: the gradients of z and E are made in forward, handed out in backward."""
+
     @staticmethod
-    def forward(ctx, z, E, y, eps, chunk):  # type: ignore[override]
-        want = ctx.needs_input_grad[0] or ctx.needs_input_grad[1]
+    def forward(ctx, z, E, y, eps, chunk, want):  # type: ignore[override]
         grad_z = torch.empty_like(z) if want else None  # (N, D)
         acc_E = torch.promote_types(E.dtype, torch.float32)
         grad_E = torch.zeros(E.shape, dtype=acc_E, device=E.device) if want else None
@@ -93,7 +96,7 @@ class _TiedOutputLoss(torch.autograd.Function):
     @staticmethod
     def backward(ctx, g_smooth, g_nll):  # type: ignore[override]
         grad_z, grad_E = ctx.saved_tensors
-        return grad_z * g_smooth, grad_E * g_smooth, None, None, None
+        return grad_z * g_smooth, grad_E * g_smooth, None, None, None, None
 
 
 def tied_output_loss(
@@ -112,5 +115,8 @@ def tied_output_loss(
     real = (y != pad_id).nonzero().squeeze(1)  # (N',): the positions that are not padding
     if real.numel() < y.numel():  # padding adds nothing to the loss: no logits for it
         z2, y = z2.index_select(0, real), y.index_select(0, real)  # (N', D), (N',)
-    smooth, nll = _TiedOutputLoss.apply(z2, E, y, float(eps), int(chunk))
+    # Gradients only when autograd records: never under no_grad / inference_mode (inside
+    # forward grad mode is always off, so this is decided here, before apply).
+    want = torch.is_grad_enabled() and (z2.requires_grad or E.requires_grad)
+    smooth, nll = _TiedOutputLoss.apply(z2, E, y, float(eps), int(chunk), want)
     return smooth, nll, real.numel()

@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from aiayn.dropout import LEVELS, dropout, keep_mask
+from aiayn.kernels.dropout import LEVELS, dropout, keep_mask
 
 
 @pytest.mark.parametrize("p", [0.1, 0.3, 0.5])

@@ -1,8 +1,9 @@
-"""A batch of sentence pairs as the model sees it.  Sections 3.2.3 and 5.1.
+"""The special tokens, and the padded Batch that ``collate`` frames with them.  3.2.3, 5.1.
 
-Stored token ids carry no special tokens; ``collate`` adds them: the source ends with EOS, the
-decoder input is BOS + y ("output embeddings are offset by one position", 3.2.3) and the target
-is y + EOS. Every tensor is right-padded with PAD, batch-first.
+Ids 0-3 are PAD, BOS, EOS and UNK in every vocabulary. Stored token ids carry no special
+tokens; ``collate`` adds them: the source ends with EOS, the decoder input is BOS + y ("output
+embeddings are offset by one position", 3.2.3) and the target is y + EOS. Every tensor is
+right-padded with PAD, batch-first.
 
 >>> b = collate([([5, 6], [7]), ([5], [8, 9])])
 >>> b.src.tolist(), b.tgt_in.tolist(), b.tgt_out.tolist()

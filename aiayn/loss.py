@@ -47,11 +47,22 @@ def label_smoothed_loss(
     keep = target != pad_id  # (N,)
     nll = -lprobs.gather(1, target.unsqueeze(1)).squeeze(1)  # (N,): -log p_y
     total = -lprobs.sum(dim=-1)  # (N,): -sum_j log p_j
-    smooth = (1.0 - eps) * nll + (eps / (V - 1)) * (total - nll)  # (N,)
+    smooth = smoothed_from(nll, total, eps, V)  # (N,)
     zero = torch.zeros((), dtype=nll.dtype, device=nll.device)
     smoothed_sum = torch.where(keep, smooth, zero).sum()
     nll_sum = torch.where(keep, nll, zero).sum()
     return smoothed_sum, nll_sum, int(keep.sum())
+
+
+def smoothed_from(nll: Tensor, total: Tensor, eps: float, vocab_size: int) -> Tensor:
+    """-sum_j q_j log p_j = (1 - eps) * nll + eps / (V - 1) * (total - nll).  Section 5.4.
+
+    The smoothed loss from the two sums it needs: nll = -log p_y and total = -sum_j log p_j.
+    The one place where q is written down; the fused output-layer kernel uses it too.
+
+    Shapes: nll, total (N,) -> (N,).
+    """
+    return (1.0 - eps) * nll + (eps / (vocab_size - 1)) * (total - nll)  # (N,)
 
 
 def smoothed_entropy(vocab_size: int, eps: float) -> float:

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aiayn.train.loss import label_smoothed_loss, smoothed_entropy, token_accuracy
+from aiayn.loss import label_smoothed_loss, smoothed_entropy, token_accuracy
 
 PAD = 0
 
