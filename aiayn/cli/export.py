@@ -52,6 +52,14 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--max-positions: must be >= 2, got {rows}")
     if args.format != "ctranslate2" and args.quantization != "float32":
         raise UserError("--quantization applies to --format ctranslate2 only")
+    if args.format == "ctranslate2":
+        from aiayn.export.ct2 import QUANTIZATIONS
+
+        if args.quantization not in QUANTIZATIONS:
+            raise UserError(
+                f"--quantization: unknown type {args.quantization!r}; choose from "
+                f"{', '.join(QUANTIZATIONS)}"
+            )
     path = resolve_checkpoint(args.checkpoint)
     translator = load_translator(path, tokenizer=args.tokenizer, device="cpu")
     model, tok = translator.model, translator.tokenizer
@@ -59,14 +67,9 @@ def run(args: argparse.Namespace) -> int:
     meta = {"checkpoint": str(path)}
     if args.format == "ctranslate2":
         from aiayn.export import require
-        from aiayn.export.ct2 import QUANTIZATIONS, export_ctranslate2
+        from aiayn.export.ct2 import export_ctranslate2
 
         require("ctranslate2")
-        if args.quantization not in QUANTIZATIONS:
-            raise UserError(
-                f"--quantization: unknown type {args.quantization!r}; choose from "
-                f"{', '.join(QUANTIZATIONS)}"
-            )
 
         def write(tmp: Path) -> None:
             export_ctranslate2(model, tok, tmp, args.quantization, rows, meta=meta)
