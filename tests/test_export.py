@@ -75,6 +75,7 @@ def ct2_dir(tmp_path_factory, trained) -> Path:
 def onnx_dir(tmp_path_factory, trained) -> Path:
     out = tmp_path_factory.mktemp("onnx") / "model"
     export_onnx(*trained, out)
+    assert not trained[0].training  # the exporter's mode switch does not leak
     return out
 
 
@@ -357,3 +358,19 @@ def test_cli_refuses_bad_exports(tmp_path, capsys) -> None:
     assert "--quantization" in capsys.readouterr().err
     assert main(["translate", "--engine", "onnx", "--checkpoint", str(tmp_path)]) == 2
     assert "not an aiayn export directory" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_serve_benchmark_quick(tmp_path) -> None:
+    """benchmarks/serve_speed.py runs every engine (behaviour only: no speed is asserted)."""
+    root = Path(__file__).resolve().parents[1]
+    out = tmp_path / "serve.json"
+    cmd = [sys.executable, str(root / "benchmarks" / "serve_speed.py"), "--quick", "--threads",
+           "1", "--json", str(out)]  # fmt: skip
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    report = json.loads(out.read_text(encoding="utf-8"))["sets"]["quick"]
+    assert set(report["sentences_per_second"]) == {
+        "aiayn cached", "ctranslate2 float32", "ctranslate2 int8", "onnxruntime"
+    }  # fmt: skip
+    assert all(v > 0 for v in report["sentences_per_second"].values())

@@ -116,7 +116,7 @@ def export_onnx(
     require("onnx")
     cfg = model.config
     check_exportable(cfg, "onnx")
-    model = model.eval()
+    was_training = model.training
     rows = position_table(model, max_positions).size(0)
     out.mkdir(parents=True)
     L, H, K, Kv = cfg.decoder_layers, cfg.n_heads, cfg.head_dim, cfg.value_dim
@@ -127,7 +127,7 @@ def export_onnx(
         # attention kernel, no all-padding row: every source ends with EOS) hold for any input.
         warnings.simplefilter("ignore")
         torch.onnx.export(
-            EncoderGraph(model, rows),
+            EncoderGraph(model, rows).eval(),
             (src,),
             str(out / ENCODER_FILE),
             dynamo=False,
@@ -156,7 +156,7 @@ def export_onnx(
             dyn[n] = {0: "rows", 2: "new_len"}
         args = (torch.tensor([[5], [6]]), torch.tensor([t]), torch.ones(N, S, dtype=torch.bool))
         torch.onnx.export(
-            DecoderStepGraph(model, rows),
+            DecoderStepGraph(model, rows).eval(),
             (*args, *caches),
             str(out / DECODER_FILE),
             dynamo=False,
@@ -165,6 +165,7 @@ def export_onnx(
             dynamic_axes=dyn,
             opset_version=OPSET,
         )
+    model.train(was_training)  # the exporter leaves its module (and so model) in train mode
     tokenizer.save(out / TOKENIZER_FILE)
     write_manifest(out, "onnx", cfg, max_positions=rows, opset=OPSET, **(meta or {}))
 
