@@ -278,7 +278,8 @@ class CTranslate2Translator:
         results: list[list[Hypothesis]] = [[] for _ in sources]
         for idx in self.batches(sources):
             n = len(sources[idx[0]]) + 1  # |X| with EOS
-            limit = int(max_lengths(torch.tensor([[5] * n]), cfg.max_len_a, cfg.max_len_b)[0])
+            one = torch.full((1, n), EOS)  # (1, |X|): a source of this length
+            limit = int(max_lengths(one, cfg.max_len_a, cfg.max_len_b)[0])  # floor(a |X| + b)
             limit = min(limit, self.max_positions)
             if n == 1:
                 limit = 1  # an empty line translates to the empty sentence, as in aiayn

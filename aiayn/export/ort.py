@@ -119,6 +119,17 @@ def export_onnx(
     was_training = model.training
     rows = position_table(model, max_positions).size(0)
     out.mkdir(parents=True)
+    try:
+        _export_graphs(model, out, rows)
+    finally:
+        model.train(was_training)  # the exporter leaves its module (and so model) in train mode
+    tokenizer.save(out / TOKENIZER_FILE)
+    write_manifest(out, "onnx", cfg, max_positions=rows, opset=OPSET, **(meta or {}))
+
+
+def _export_graphs(model: Transformer, out: Path, rows: int) -> None:
+    """torch.onnx.export of EncoderGraph and DecoderStepGraph with their dynamic axes."""
+    cfg = model.config
     L, H, K, Kv = cfg.decoder_layers, cfg.n_heads, cfg.head_dim, cfg.value_dim
     src = torch.tensor([[5, 6, 7, EOS], [5, 6, EOS, PAD]])  # (2, 4): a padded example batch
     kv_names = [f"{n}_{i}" for i in range(L) for n in ("cross_k", "cross_v")]
@@ -165,9 +176,6 @@ def export_onnx(
             dynamic_axes=dyn,
             opset_version=OPSET,
         )
-    model.train(was_training)  # the exporter leaves its module (and so model) in train mode
-    tokenizer.save(out / TOKENIZER_FILE)
-    write_manifest(out, "onnx", cfg, max_positions=rows, opset=OPSET, **(meta or {}))
 
 
 class OnnxStep:
