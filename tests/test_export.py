@@ -340,6 +340,8 @@ def test_cli_export_translate_evaluate(tmp_path, text_checkpoint, fmt, capsys) -
     assert main(["translate", "--engine", other, "--checkpoint", str(out),
                  "--input", str(src)]) == 2  # fmt: skip
     assert f"--engine {fmt}" in capsys.readouterr().err
+    assert main(["translate", "--engine", fmt, "--checkpoint", str(out), "--no-cache"]) == 2
+    assert "--no-cache" in capsys.readouterr().err
 
 
 def test_cli_refuses_bad_exports(tmp_path, capsys) -> None:

@@ -105,6 +105,8 @@ def translator_from_args(args: argparse.Namespace, fallback_tokenizer: Any = Non
 
         if args.device not in (None, "cpu"):
             raise UserError(f"--device {args.device}: --engine {args.engine} runs on the CPU here")
+        if args.no_cache:
+            raise UserError(f"--no-cache: --engine {args.engine} always decodes with its cache")
         return load_engine(
             args.checkpoint,
             cfg,
