@@ -99,7 +99,8 @@ def format_report(report: dict[str, Any]) -> str:
             "speed",
             f"{s['sentences_per_second']:.1f}",
             f"sentences/s ({s['sentences']} in {s['seconds']:.1f} s, "
-            f"{'cached' if s['cached'] else 'uncached'}, {s['device']})",
+            f"{'cached' if s['cached'] else 'uncached'}, {s['device']}, "
+            f"engine {report.get('engine', 'torch')})",
         ),
     ]
     head = (
@@ -121,7 +122,10 @@ def run(args: argparse.Namespace) -> int:
     translator = translator_from_args(args, fallback_tokenizer=data_tokenizer)
     report = evaluate(translator, sources, references)
     hyps = report.pop("hypotheses")
-    report["checkpoint"] = str(resolve_checkpoint(args.checkpoint))
+    engine = getattr(args, "engine", "torch")
+    report["engine"] = engine
+    checkpoint = resolve_checkpoint(args.checkpoint) if engine == "torch" else args.checkpoint
+    report["checkpoint"] = str(checkpoint)
     report["split"] = args.split if args.data is not None else None
     report["decode"] = to_dict(translator.config)
     print(format_report(report))

@@ -47,6 +47,16 @@ def add_translator_args(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda if present)")
     parser.add_argument(
+        "--engine",
+        choices=("torch", "ctranslate2", "onnx"),
+        default="torch",
+        help="torch: aiayn's decoder (default); ctranslate2 or onnx: a directory written by "
+        "aiayn export, given as --checkpoint (docs/serving.md)",
+    )
+    parser.add_argument(
+        "--threads", type=int, default=0, metavar="N", help="engine threads (0: its default)"
+    )
+    parser.add_argument(
         "--max-tokens",
         type=int,
         default=6000,
@@ -96,6 +106,24 @@ def translator_from_args(args: argparse.Namespace, fallback_tokenizer: Any = Non
             raise UserError(f"--device: unknown device {args.device!r}") from None
         if args.device.startswith("cuda") and not torch.cuda.is_available():
             raise UserError(f"--device {args.device}: CUDA is not available on this machine")
+    if getattr(args, "engine", "torch") != "torch":
+        from aiayn.export import load_engine
+
+        if args.device not in (None, "cpu"):
+            raise UserError(f"--device {args.device}: --engine {args.engine} runs on the CPU here")
+        if args.no_cache:
+            raise UserError(f"--no-cache: --engine {args.engine} always decodes with its cache")
+        return load_engine(
+            args.checkpoint,
+            cfg,
+            tokenizer=args.tokenizer,
+            max_tokens=args.max_tokens,
+            max_sentences=args.max_sentences,
+            threads=args.threads,
+            engine=args.engine,
+        )
+    if args.threads:
+        torch.set_num_threads(args.threads)
     return load_translator(
         args.checkpoint,
         cfg,
@@ -143,6 +171,8 @@ def format_nbest(index: int, results: list[tuple[str, Any]], nbest: int) -> list
 def run(args: argparse.Namespace) -> int:
     from aiayn.checkpoint import atomic_write
 
+    if args.attention is not None and args.engine != "torch":
+        raise UserError("--attention needs --engine torch (the heatmaps come from aiayn's model)")
     translator = translator_from_args(args)
     nbest = translator.config.nbest
     attention = Path(args.attention) if args.attention else None

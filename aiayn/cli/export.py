@@ -1,0 +1,89 @@
+"""Export a trained model for an inference engine: CTranslate2 or ONNX Runtime (docs/serving.md).
+
+    aiayn export --checkpoint PATH --format ctranslate2 --out DIR [--quantization int8]
+    aiayn export --checkpoint PATH --format onnx --out DIR
+
+The directory holds the model, the checkpoint's tokenizer and aiayn_export.json; run it with
+`aiayn translate --engine ctranslate2 --checkpoint DIR` (or `--engine onnx`), and score it with
+`aiayn evaluate --engine ...`. The engines are an optional extra: pip install 'aiayn[serve]'.
+A checkpoint the engine cannot represent is refused with the setting named, before anything
+is written; an existing non-empty DIR is replaced only with --force.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from aiayn.errors import UserError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--checkpoint", required=True, metavar="PATH", help="model file, checkpoint or run dir"
+    )
+    parser.add_argument("--format", required=True, choices=("ctranslate2", "onnx"))
+    parser.add_argument("--out", required=True, metavar="DIR", help="the export directory")
+    parser.add_argument(
+        "--quantization",
+        default="float32",
+        help="CTranslate2 weight type: float32 (default), int8, int8_float32, int16, float16, "
+        "bfloat16",
+    )
+    parser.add_argument(
+        "--max-positions",
+        type=int,
+        default=None,
+        metavar="N",
+        help="rows of the position table, i.e. the longest source or output in tokens "
+        "(default 1024; a learned table keeps its own size)",
+    )
+    parser.add_argument("--tokenizer", metavar="FILE", default=None, help="tokenizer JSON")
+    parser.add_argument("--force", action="store_true", help="replace a non-empty --out")
+
+
+def run(args: argparse.Namespace) -> int:
+    from aiayn.export import DEFAULT_MAX_POSITIONS, check_exportable, prepare_out, publish
+    from aiayn.translator import load_translator, resolve_checkpoint
+
+    out = prepare_out(args.out, args.force)
+    rows = args.max_positions if args.max_positions is not None else DEFAULT_MAX_POSITIONS
+    if rows < 2:
+        raise UserError(f"--max-positions: must be >= 2, got {rows}")
+    if args.format != "ctranslate2" and args.quantization != "float32":
+        raise UserError("--quantization applies to --format ctranslate2 only")
+    if args.format == "ctranslate2":
+        from aiayn.export.ct2 import QUANTIZATIONS
+
+        if args.quantization not in QUANTIZATIONS:
+            raise UserError(
+                f"--quantization: unknown type {args.quantization!r}; choose from "
+                f"{', '.join(QUANTIZATIONS)}"
+            )
+    path = resolve_checkpoint(args.checkpoint)
+    translator = load_translator(path, tokenizer=args.tokenizer, device="cpu")
+    model, tok = translator.model, translator.tokenizer
+    check_exportable(model.config, args.format)
+    meta = {"checkpoint": str(path)}
+    if args.format == "ctranslate2":
+        from aiayn.export import require
+        from aiayn.export.ct2 import export_ctranslate2
+
+        require("ctranslate2")
+
+        def write(tmp: Path) -> None:
+            export_ctranslate2(model, tok, tmp, args.quantization, rows, meta=meta)
+    else:
+        from aiayn.export import require
+        from aiayn.export.ort import export_onnx
+
+        require("onnxruntime")
+        require("onnx")
+
+        def write(tmp: Path) -> None:
+            export_onnx(model, tok, tmp, rows, meta=meta)
+
+    publish(out, args.force, write)
+    print(f"aiayn export: wrote {out} ({args.format}); run it with: aiayn translate "
+          f"--engine {args.format} --checkpoint {out}")  # fmt: skip
+    return 0

@@ -1,0 +1,155 @@
+"""Serving a trained model on other inference engines: CTranslate2 and ONNX Runtime.  Section 6.1.
+
+``export_ctranslate2`` writes a CTranslate2 model directory (a ``TransformerSpec`` built with its
+Python spec API); ``export_onnx`` writes the encoder and one cached decoder step as ONNX graphs.
+Both directories carry the shared BPE tokenizer and a manifest (``aiayn_export.json``), and
+``load_engine`` turns either back into a translator with the interface of
+``aiayn.translator.Translator`` (``encode``, ``translate_ids``, ``translate``, ``perplexity``).
+
+The engines are optional (``pip install 'aiayn[serve]'``): they are imported inside functions,
+and a missing one is a one-line ``UserError`` naming that command. What cannot be exported is
+refused before anything is written, in one line naming the setting (``check_exportable``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from aiayn.config import ModelConfig
+from aiayn.errors import UserError
+
+FORMATS = ("ctranslate2", "onnx")
+ENGINES = ("torch", "ctranslate2", "onnx")
+MANIFEST = "aiayn_export.json"  # what aiayn needs to run an export: format, config, table size
+TOKENIZER_FILE = "tokenizer.json"
+INSTALL = "pip install 'aiayn[serve]'"
+DEFAULT_MAX_POSITIONS = 1024  # rows of the exported sinusoid table (sources and outputs)
+
+
+def require(name: str) -> ModuleType:
+    """Import an optional engine, or a UserError naming the command that installs it."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        raise UserError(f"{name} is not installed; install it with: {INSTALL}") from None
+
+
+def check_exportable(cfg: ModelConfig, fmt: str) -> None:
+    """Raise a one-line UserError naming the first setting the format cannot represent.
+
+    CTranslate2's TransformerSpec represents post-LN and pre-LN (with its final LayerNorm),
+    attention biases, any positions given as a table, and d_k = d_v (its ``head_dim``); it has
+    no d_v != d_k and one layer count per stack. The ONNX export runs aiayn's own layers, so it
+    takes every config; a learned table bounds the positions of both.
+    """
+    if fmt not in FORMATS:
+        raise UserError(f"--format: unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
+    if fmt == "ctranslate2" and cfg.head_dim != cfg.value_dim:
+        raise UserError(
+            f"d_v={cfg.value_dim} != d_k={cfg.head_dim}: CTranslate2's attention has one head "
+            "size for queries, keys and values; this checkpoint cannot be exported to it"
+        )
+
+
+def write_manifest(out: Path, fmt: str, cfg: ModelConfig, **extra: Any) -> None:
+    """The manifest of an export directory: format, the model config, table size, origin."""
+    from aiayn.config import to_dict
+
+    data = {"format": fmt, "model_config": to_dict(cfg), **extra}
+    (out / MANIFEST).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+
+
+def read_manifest(path: str | Path) -> dict[str, Any]:
+    """The manifest of an export directory; anything else is a UserError naming the path."""
+    p = Path(path)
+    f = p / MANIFEST
+    if not f.is_file():
+        raise UserError(
+            f"{p}: not an aiayn export directory (no {MANIFEST}); create one with aiayn export"
+        )
+    try:
+        data = json.loads(f.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise UserError(f"{f}: unreadable manifest ({e})") from None
+    if data.get("format") not in FORMATS:
+        raise UserError(f"{f}: unknown export format {data.get('format')!r}")
+    return data
+
+
+def prepare_out(out: str | Path, force: bool) -> Path:
+    """The output directory, refused when it exists and holds files (unless force)."""
+    p = Path(out)
+    if p.exists() and not p.is_dir():
+        raise UserError(f"{p}: exists and is not a directory")
+    if p.is_dir() and any(p.iterdir()) and not force:
+        raise UserError(f"{p}: directory is not empty; choose another --out or give --force")
+    return p
+
+
+def publish(out: Path, force: bool, write: Any) -> None:
+    """write(tmp) into a fresh directory beside out, then move it to out (old one replaced).
+
+    An export that fails half-way leaves nothing under out, and never a mixed directory.
+    """
+    import shutil
+    import tempfile
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        write(tmp / "export")
+        if out.exists() and force:
+            shutil.rmtree(out) if out.is_dir() else out.unlink()
+        (tmp / "export").chmod(0o755)
+        (tmp / "export").rename(out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def load_engine(
+    path: str | Path,
+    config: Any,
+    tokenizer: Any = None,
+    max_tokens: int = 6000,
+    max_sentences: int = 128,
+    threads: int = 0,
+    compute_type: str = "default",
+    engine: str | None = None,
+) -> Any:
+    """A translator for an export directory, run by the engine it was exported for.
+
+    ``engine`` (if given) must match the directory's format. ``tokenizer`` overrides the one
+    saved beside the model. Returns an object with the interface of
+    ``aiayn.translator.Translator``.
+    """
+    from aiayn.data import Tokenizer
+
+    p = Path(path)
+    manifest = read_manifest(p)
+    fmt = manifest["format"]
+    if engine is not None and engine != fmt:
+        raise UserError(f"{p}: a {fmt} export, not {engine}; give --engine {fmt}")
+    if tokenizer is None:
+        tokenizer = Tokenizer.load(p / TOKENIZER_FILE)
+    elif isinstance(tokenizer, str | Path):
+        tokenizer = Tokenizer.load(tokenizer)
+    vocab = manifest["model_config"]["vocab_size"]
+    if tokenizer.vocab_size != vocab:
+        raise UserError(
+            f"the tokenizer has {tokenizer.vocab_size} tokens but the exported model's "
+            f"vocabulary has {vocab}: use the tokenizer saved with the export"
+        )
+    kw = {"max_tokens": max_tokens, "max_sentences": max_sentences, "threads": threads}
+    if fmt == "ctranslate2":
+        from aiayn.export.ct2 import CTranslate2Translator
+
+        return CTranslate2Translator(
+            p, tokenizer, config, int(manifest["max_positions"]), compute_type=compute_type, **kw
+        )
+    from aiayn.export.ort import OnnxTranslator
+
+    return OnnxTranslator(p, tokenizer, config, int(manifest["max_positions"]), **kw)

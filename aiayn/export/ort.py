@@ -1,0 +1,323 @@
+"""Export to ONNX and translate with ONNX Runtime inside aiayn's own search.  Sections 3, 6.1.
+
+Two graphs, written by ``torch.onnx.export`` (the TorchScript exporter) from aiayn's own layers:
+- ``encoder.onnx``: src (B, S) -> the memory's keys and values for every decoder layer's
+  cross-attention, (B, H, S, K) each: all a decoder step needs from the source (3.2.3);
+- ``decoder_step.onnx``: one cached step (6.1): the newest token (N, 1), its position, the
+  source mask (N, S) and every layer's self-attention cache (N, H, t, K) and cross keys and
+  values -> the next-token logits (N, V) and the caches grown to t + 1.
+Batch, source length and cache length are dynamic axes. ``OnnxTranslator`` runs the graphs as
+a step function for ``aiayn.decode.search``, so greedy and beam search, the length penalty and
+the maximum length are aiayn's own, and the outputs equal aiayn's up to float rounding.
+
+The embedding E[ids] * sqrt(d_model) + PE is written out here (3.4, 3.5) with the position
+table as a constant of ``max_positions`` rows, gathered by position, so that positions are an
+input of the graph rather than a traced constant.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from aiayn.config import DecodeConfig
+from aiayn.data.batch import EOS, PAD, collate
+from aiayn.decode import Hypothesis, StepFn, max_lengths, search
+from aiayn.errors import UserError
+from aiayn.evaluate import Perplexity
+from aiayn.export import TOKENIZER_FILE, check_exportable, require, write_manifest
+from aiayn.export.ct2 import position_table
+from aiayn.model import Transformer
+
+ENCODER_FILE = "encoder.onnx"
+DECODER_FILE = "decoder_step.onnx"
+OPSET = 17
+
+
+class _Embed(nn.Module):
+    """X = E[ids] * sqrt(d_model) + PE[positions].  Sections 3.4, 3.5 (eval: no dropout)."""
+
+    def __init__(self, model: Transformer, rows: int) -> None:
+        super().__init__()
+        self.embedding = model.embedding  # (V, D)
+        self.register_buffer("table", position_table(model, rows))  # (P, D)
+        self.scale = math.sqrt(model.config.d_model)
+
+    def forward(self, ids: Tensor, positions: Tensor) -> Tensor:
+        """Shapes: ids (B, L), positions (L,) -> (B, L, D)."""
+        x = F.embedding(ids, self.embedding) * self.scale  # (B, L, D)
+        return x + self.table.index_select(0, positions)[None]  # (B, L, D)
+
+
+class EncoderGraph(nn.Module):
+    """src (B, S) -> (k_0, v_0, k_1, v_1, ...) of every decoder layer's cross-attention."""
+
+    def __init__(self, model: Transformer, rows: int) -> None:
+        super().__init__()
+        self.model, self.embed = model, _Embed(model, rows)
+
+    def forward(self, src: Tensor) -> tuple[Tensor, ...]:
+        m = self.model
+        keep = (src != m.config.pad_id)[:, None, None, :]  # (B, 1, 1, S)
+        x = self.embed(src, torch.arange(src.size(1), device=src.device))  # (B, S, D)
+        for layer in m.encoder:
+            x = layer(x, keep)  # (B, S, D)
+        if m.config.norm_first:
+            x = m.encoder_norm(x)
+        out: list[Tensor] = []
+        for layer in m.decoder:
+            out += layer.cross_attn.project_kv(x)  # 2 x (B, H, S, K)
+        return tuple(out)
+
+
+class DecoderStepGraph(nn.Module):
+    """(token, position, src_keep, caches...) -> (logits, grown self-attention caches...)."""
+
+    def __init__(self, model: Transformer, rows: int) -> None:
+        super().__init__()
+        self.model, self.embed = model, _Embed(model, rows)
+
+    def forward(
+        self, token: Tensor, position: Tensor, src_keep: Tensor, *caches: Tensor
+    ) -> tuple[Tensor, ...]:
+        """Shapes: token (N, 1), position (1,), src_keep (N, S); caches per layer: self k, v
+        (N, H, t, K), cross k, v (N, H, S, K) -> logits (N, V), per layer self k, v (N, H, t+1, K).
+        """
+        m = self.model
+        y = self.embed(token, position)  # (N, 1, D)
+        keep = src_keep[:, None, None, :]  # (N, 1, 1, S)
+        grown: list[Tensor] = []
+        for i, layer in enumerate(m.decoder):
+            sk, sv, ck, cv = caches[4 * i : 4 * i + 4]
+            cache = {"self": {"k": sk, "v": sv}, "cross": {"k": ck, "v": cv}}
+            y = layer(y, ck, keep, cache=cache)  # (N, 1, D): the memory is only in ck, cv
+            grown += [cache["self"]["k"], cache["self"]["v"]]  # (N, H, t + 1, K) each
+        if m.config.norm_first:
+            y = m.decoder_norm(y)
+        return (m.logits(y)[:, -1], *grown)  # (N, V), ...
+
+
+def export_onnx(
+    model: Transformer,
+    tokenizer: Any,
+    out: Path,
+    max_positions: int = 1024,
+    meta: dict[str, Any] | None = None,
+) -> None:
+    """Write encoder.onnx, decoder_step.onnx, the tokenizer and the manifest into out."""
+    require("onnx")
+    cfg = model.config
+    check_exportable(cfg, "onnx")
+    was_training = model.training
+    rows = position_table(model, max_positions).size(0)
+    out.mkdir(parents=True)
+    try:
+        _export_graphs(model, out, rows)
+    finally:
+        model.train(was_training)  # the exporter leaves its module (and so model) in train mode
+    tokenizer.save(out / TOKENIZER_FILE)
+    write_manifest(out, "onnx", cfg, max_positions=rows, opset=OPSET, **(meta or {}))
+
+
+def _export_graphs(model: Transformer, out: Path, rows: int) -> None:
+    """torch.onnx.export of EncoderGraph and DecoderStepGraph with their dynamic axes."""
+    cfg = model.config
+    L, H, K, Kv = cfg.decoder_layers, cfg.n_heads, cfg.head_dim, cfg.value_dim
+    src = torch.tensor([[5, 6, 7, EOS], [5, 6, EOS, PAD]])  # (2, 4): a padded example batch
+    kv_names = [f"{n}_{i}" for i in range(L) for n in ("cross_k", "cross_v")]
+    with torch.no_grad(), warnings.catch_warnings():
+        # The tracer warns at each Python branch on a shape; the branches it fixes (the CPU
+        # attention kernel, no all-padding row: every source ends with EOS) hold for any input.
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            EncoderGraph(model, rows).eval(),
+            (src,),
+            str(out / ENCODER_FILE),
+            dynamo=False,
+            input_names=["src"],
+            output_names=kv_names,
+            dynamic_axes={"src": {0: "batch", 1: "src_len"}}
+            | {n: {0: "batch", 2: "src_len"} for n in kv_names},
+            opset_version=OPSET,
+        )
+        N, S, t = 2, 4, 3
+        caches: list[Tensor] = []
+        names: list[str] = []
+        for i in range(L):
+            caches += [torch.zeros(N, H, t, K), torch.zeros(N, H, t, Kv)]
+            caches += [torch.zeros(N, H, S, K), torch.zeros(N, H, S, Kv)]
+            names += [f"self_k_{i}", f"self_v_{i}", f"cross_k_{i}", f"cross_v_{i}"]
+        grown = [f"new_self_{n}_{i}" for i in range(L) for n in ("k", "v")]
+        dyn: dict[str, dict[int, str]] = {
+            "token": {0: "rows"},
+            "src_keep": {0: "rows", 1: "src_len"},
+            "logits": {0: "rows"},
+        }
+        for n in names:
+            dyn[n] = {0: "rows", 2: "past_len" if n.startswith("self") else "src_len"}
+        for n in grown:
+            dyn[n] = {0: "rows", 2: "new_len"}
+        args = (torch.tensor([[5], [6]]), torch.tensor([t]), torch.ones(N, S, dtype=torch.bool))
+        torch.onnx.export(
+            DecoderStepGraph(model, rows).eval(),
+            (*args, *caches),
+            str(out / DECODER_FILE),
+            dynamo=False,
+            input_names=["token", "position", "src_keep", *names],
+            output_names=["logits", *grown],
+            dynamic_axes=dyn,
+            opset_version=OPSET,
+        )
+
+
+class OnnxStep:
+    """aiayn's step function (aiayn.decode) over the two ONNX Runtime sessions.  Section 6.1.
+
+    The source is encoded on the first call; the self-attention caches follow every ``origin``,
+    the cross keys, values and source mask only when the rows' sentences change.
+    """
+
+    def __init__(self, translator: OnnxTranslator, src: Tensor) -> None:
+        self.t, self.src = translator, src.numpy()
+        self.state: dict[str, Any] = {}
+
+    def __call__(self, prefix: Tensor, origin: Tensor | None) -> Tensor:
+        import numpy as np
+
+        t, st = self.t, self.state
+        if not st:
+            cross = t.encoder.run(None, {"src": self.src})
+            B = self.src.shape[0]
+            st.update(
+                keep=self.src != PAD,  # (B, S)
+                cross=cross,  # (B, H, S, K) each
+                self=[np.zeros((B, t.heads, 0, d), np.float32) for d in t.self_dims],  # t = 0
+                rows=np.arange(B),  # (N,): the sentence of each row
+            )
+        elif origin is not None:
+            o = origin.numpy()
+            st["self"] = [c[o] for c in st["self"]]
+            rows = st["rows"][o]
+            if rows.shape != st["rows"].shape or not np.array_equal(rows, st["rows"]):
+                st["cross"] = [c[o] for c in st["cross"]]
+                st["keep"] = st["keep"][o]
+            st["rows"] = rows
+        step = prefix.size(1) - 1  # the position of the newest token
+        feed = {
+            "token": prefix[:, -1:].numpy(),
+            "position": np.array([step], dtype=np.int64),
+            "src_keep": st["keep"],
+        }
+        for i in range(t.layers):
+            feed[f"self_k_{i}"], feed[f"self_v_{i}"] = st["self"][2 * i], st["self"][2 * i + 1]
+            feed[f"cross_k_{i}"], feed[f"cross_v_{i}"] = st["cross"][2 * i], st["cross"][2 * i + 1]
+        logits, *grown = t.decoder.run(None, feed)
+        st["self"] = grown
+        return torch.from_numpy(logits)  # (N, V)
+
+
+@dataclass
+class OnnxTranslator:
+    """An ONNX export run by ONNX Runtime with aiayn's search, tokenizer, limits and batching.
+
+    The interface of ``aiayn.translator.Translator``; every DecodeConfig setting applies as in
+    aiayn (the search is aiayn's). Sources and outputs are bounded by the exported table.
+    """
+
+    path: Path
+    tokenizer: Any
+    config: DecodeConfig
+    max_positions: int
+    max_tokens: int = 6000
+    max_sentences: int = 128
+    threads: int = 0
+    cached: bool = True
+    sessions: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        ort = require("onnxruntime")
+        from aiayn.export import read_manifest
+
+        cfg = read_manifest(self.path)["model_config"]
+        self.layers = cfg["n_dec_layers"] or cfg["n_layers"]
+        self.heads = cfg["n_heads"]
+        self.head_dim = cfg["d_k"] or cfg["d_model"] // cfg["n_heads"]
+        value_dim = cfg["d_v"] or cfg["d_model"] // cfg["n_heads"]
+        self.self_dims = [self.head_dim, value_dim] * self.layers
+        opts = ort.SessionOptions()
+        if self.threads:
+            opts.intra_op_num_threads = self.threads
+        opts.inter_op_num_threads = 1
+        try:
+            self.encoder = ort.InferenceSession(
+                str(self.path / ENCODER_FILE), opts, providers=["CPUExecutionProvider"]
+            )
+            self.decoder = ort.InferenceSession(
+                str(self.path / DECODER_FILE), opts, providers=["CPUExecutionProvider"]
+            )
+        except Exception as e:  # onnxruntime raises its own exception types
+            raise UserError(f"{self.path}: ONNX Runtime cannot load this export ({e})") from None
+        self.device = torch.device("cpu")
+
+    def encode(self, lines: Sequence[str], first_line: int = 1) -> list[list[int]]:
+        """Token ids of each line; a line beyond the exported position table is refused."""
+        ids = self.tokenizer.encode_batch(list(lines))
+        for n, x in enumerate(ids):
+            if len(x) + 1 > self.max_positions:
+                raise UserError(
+                    f"line {first_line + n}: {len(x) + 1} tokens, more than the "
+                    f"{self.max_positions} positions of the exported table (export again with "
+                    "a larger --max-positions)"
+                )
+        return ids
+
+    def batches(self, sources: Sequence[Sequence[int]]) -> list[list[int]]:
+        """The batches of aiayn's Translator (similar lengths, under the same budgets)."""
+        from aiayn.translator import Translator
+
+        return Translator.batches(self, sources)  # type: ignore[arg-type]
+
+    def step_fn(self, src: Tensor) -> StepFn:
+        return OnnxStep(self, src)
+
+    def translate_ids(self, sources: Sequence[Sequence[int]]) -> list[list[Hypothesis]]:
+        """The n-best list of each source (ids without specials), in input order."""
+        cfg = self.config
+        results: list[list[Hypothesis]] = [[] for _ in sources]
+        for idx in self.batches(sources):
+            src = collate([(sources[i], []) for i in idx]).src  # (B, S)
+            limit = max_lengths(src, cfg.max_len_a, cfg.max_len_b)  # (B,)
+            limit = limit.masked_fill((src != PAD).sum(dim=1) == 1, 1)  # an empty line: EOS
+            limit = limit.clamp(max=self.max_positions)
+            for i, hyps in zip(idx, search(self.step_fn(src), limit, cfg), strict=True):
+                results[i] = hyps
+        return results
+
+    def translate(
+        self, lines: Sequence[str], first_line: int = 1
+    ) -> list[list[tuple[str, Hypothesis]]]:
+        """(detokenized text, hypothesis) n-best lists of each line, in input order."""
+        hyps = self.translate_ids(self.encode(lines, first_line))
+        return [[(self.tokenizer.decode(h.tokens), h) for h in hs] for hs in hyps]
+
+    def perplexity(self, pairs: Sequence[tuple[Sequence[int], Sequence[int]]]) -> Perplexity:
+        """PPL of the references, teacher-forced through the cached step.  Table 3."""
+        nll, count = 0.0, 0
+        for idx in self.batches([s for s, _ in pairs]):
+            batch = collate([pairs[i] for i in idx])
+            step = self.step_fn(batch.src)
+            for j in range(batch.tgt_in.size(1)):
+                logp = step(batch.tgt_in[:, : j + 1], None).float().log_softmax(-1)  # (B, V)
+                gold = batch.tgt_out[:, j]  # (B,)
+                real = gold != PAD
+                nll -= float(logp.gather(1, gold[:, None])[:, 0][real].sum())
+                count += int(real.sum())
+        return Perplexity(nll, count)
