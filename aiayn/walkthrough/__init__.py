@@ -95,8 +95,9 @@ def prove(ex: Example, tr: Trace) -> Document:
     t = texts(ex.cfg.lang)
     prover = Prover()
     st = Steps(ex, tr, prover, t)
-    sections = [_intro(st), st.embedding(1, "src"), *layers.encoder(st), st.embedding(6, "tgt")]
-    sections += [*layers.decoder(st), *st.output(), training.loss_section(st)]
+    sections = [_intro(st), st.embedding(1, "src"), *layers.stack(st, "encoder")]
+    sections += [st.embedding(6, "tgt"), *layers.stack(st, "decoder")]
+    sections += [*st.output(), training.loss_section(st)]
     closing = differences.closing_section(st)  # before the update changes the weights
     pos = positions.section(st)
     sections += [training.backward_section(st), training.update_section(st), pos, closing]

@@ -15,20 +15,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from aiayn import reference as ref
 from aiayn.model import Transformer
+from aiayn.train.schedule import noam_lr
 from aiayn.walkthrough.doc import Aside, Formula, Group, Mat, Para, Section, Table
+from aiayn.walkthrough.steps import arr
 
 if TYPE_CHECKING:
     from aiayn.walkthrough.steps import Steps
-
-
-def _arr(x: Any) -> np.ndarray:
-    return x.detach().cpu().double().numpy() if hasattr(x, "detach") else np.asarray(x)
-
-
-def _softmax(s: np.ndarray) -> np.ndarray:
-    e = np.exp(s - s.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
 
 
 def _entropy(a: np.ndarray) -> float:
@@ -36,24 +30,18 @@ def _entropy(a: np.ndarray) -> float:
     return float(-(a * np.log(np.where(a > 0, a, 1.0))).sum(axis=-1).mean())
 
 
-def noam_lr(step: int, d_model: int, warmup: int) -> float:
-    """lrate = d_model^-0.5 * min(step^-0.5, step * warmup^-1.5).  Section 5.3, Eq. (3).
-
-    >>> f"{noam_lr(4000, 512, 4000):.4e}"
-    '6.9877e-04'
-    """
-    return d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
-
-
 def scale_aside(st: Steps, x: np.ndarray, mha: Any, rows: list[str]) -> Aside:
     """Softmax with sqrt(d_k) (the paper, Eq. 1) against sqrt(d_model) (the note's step 2)."""
     H, K, d = mha.n_heads, mha.d_k, st.d
-    wq, wk = _arr(mha.w_q), _arr(mha.w_k)
+    wq, wk = arr(mha.w_q), arr(mha.w_k)
     table, first = [], None
     for i in range(H):
         c = slice(i * K, (i + 1) * K)
         raw = (x @ wq[:, c]) @ (x @ wk[:, c]).T  # (n, n): Q_i K_i^T
-        a_paper, a_note = _softmax(raw / math.sqrt(K)), _softmax(raw / math.sqrt(d))
+        a_paper, a_note = (
+            ref.softmax_forward(raw / math.sqrt(K)),
+            ref.softmax_forward(raw / math.sqrt(d)),
+        )
         table.append(
             [
                 str(i + 1),
@@ -129,11 +117,9 @@ def wo_aside(st: Steps, x: np.ndarray, concat: np.ndarray, m: np.ndarray, rows: 
 
 def ln_aside(st: Steps, r: np.ndarray, norm: Any, rows: list[str]) -> Aside:
     """gamma and beta are learned, epsilon is a constant: the effect of epsilon, measured."""
-    from aiayn.walkthrough.steps import layer_norm
-
-    gamma, beta = _arr(norm.weight), _arr(norm.bias)
-    with_eps = layer_norm(r, gamma, beta, st.eps)[3]
-    without = layer_norm(r, gamma, beta, 0.0)[3]
+    gamma, beta = arr(norm.weight), arr(norm.bias)
+    with_eps = ref.layer_norm_forward(r, gamma, beta, st.eps)[0]  # (S, D)
+    without = ref.layer_norm_forward(r, gamma, beta, 0.0)[0]  # (S, D)
     box = Aside(st.t("ln.title"))
     box.blocks += [
         Formula(
@@ -166,7 +152,7 @@ def padding_demo(st: Steps) -> tuple[list[Any], float]:
     keep = (padded != pad)[0].numpy().astype(np.float64)  # (S + 2,)
     words = [*ex.src_words, "·", "·"]
     diff = float((alone - batch).abs().max())
-    w = _arr(tr.decoder[0]["cross_attn"]["weights"])[0, 0]  # (T, S + 2)
+    w = arr(tr.decoder[0]["cross_attn"]["weights"])[0, 0]  # (T, S + 2)
     blocks = [
         Mat(r"\text{keep}", keep, None, words, kind="prob"),
         Mat(r"A_{D,1}^{\text{cross}}\ (\text{padded})", w, ex.tgt_in_words, words, kind="prob"),

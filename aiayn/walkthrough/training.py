@@ -15,7 +15,8 @@ import torch
 from torch import Tensor
 
 from aiayn import reference as ref
-from aiayn.walkthrough.differences import noam_lr
+from aiayn.train.loss import label_smoothed_loss
+from aiayn.train.schedule import noam_lr
 from aiayn.walkthrough.doc import Aside, Check, Formula, Group, Mat, Para, Section, Table
 
 if TYPE_CHECKING:
@@ -25,25 +26,9 @@ BETAS, ADAM_EPS = (0.9, 0.98), 1e-9  # 5.3
 
 
 def smoothed_loss(logits: Tensor, target: Tensor, eps: float, pad_id: int) -> Tensor:
-    """mean over non-pad t of -sum_v q_tv log p_tv, q = 1-eps on y_t, eps/(V-1) else.  5.4.
-
-    The convention of ``aiayn.reference`` and of the training loss, in float64 autograd.
-    Shapes: logits (B, T, V), target (B, T).
-    """
-    V = logits.size(-1)
-    logp = logits.log_softmax(dim=-1)  # (B, T, V)
-    q = torch.full_like(logp, eps / (V - 1)).scatter(-1, target[..., None], 1.0 - eps)
-    keep = target != pad_id  # (B, T)
-    return (-(q * logp).sum(dim=-1) * keep).sum() / keep.sum()
-
-
-def _losses(p: np.ndarray, y: list[int], eps: float) -> tuple[np.ndarray, np.ndarray]:
-    """Rows of -log p(y_t) and of the smoothed loss, by hand."""
-    V = p.shape[1]
-    plain = np.array([-math.log(p[t, v]) for t, v in enumerate(y)])  # (T,)
-    q = np.full(p.shape, eps / (V - 1))  # (T, V)
-    q[np.arange(len(y)), y] = 1.0 - eps
-    return plain, -(q * np.log(p)).sum(axis=1)
+    """The training loss (``aiayn.train.loss``) as a mean over the non-pad tokens.  5.4."""
+    total, _, n = label_smoothed_loss(logits, target, eps, pad_id)
+    return total / n
 
 
 def loss_section(st: Steps) -> Section:
@@ -51,8 +36,11 @@ def loss_section(st: Steps) -> Section:
     ex, cfg = st.ex, st.ex.cfg
     p, logits = st.facts["p"], st.facts["logits"]  # (T, V)
     y = [ex.vocab.index(w) for w in ex.tgt_out_words]
-    eps = cfg.label_smoothing
-    plain, smooth = _losses(p, y, eps)
+    eps, pad = cfg.label_smoothing, st.model.config.pad_id
+    target = ex.tgt_out  # (1, T)
+    twin, c_smooth = ref.label_smoothed_forward(logits[None], target.numpy(), eps, pad)
+    plain = ref.label_smoothed_forward(logits[None], target.numpy(), 0.0, pad)[1]["rows"][0]  # (T,)
+    smooth = c_smooth["rows"][0]  # (T,)
     best = p.argmax(axis=1)
     rows = []
     for t, w in enumerate(ex.tgt_in_words):
@@ -98,10 +86,7 @@ def loss_section(st: Steps) -> Section:
         Para(st.t("loss.text", eps=f"{eps:g}", n=len(y))),
         Table([st.t(f"loss.col{i}") for i in range(9)], rows),
     )
-    target = ex.tgt_out  # (1, T)
-    model_logits = torch.from_numpy(logits)[None]  # (1, T, V)
-    torch_plain = torch.nn.functional.cross_entropy(model_logits[0], target[0])
-    twin, _ = ref.label_smoothed_forward(logits[None], target.numpy(), eps, st.model.config.pad_id)
+    torch_plain = torch.nn.functional.cross_entropy(torch.from_numpy(logits), target[0])
     sec.add(
         st.prover.check(
             "loss", r"\bar{\mathcal{L}} = \text{cross-entropy}(L, y)", plain.mean(), torch_plain
