@@ -24,153 +24,78 @@ CROSS = r"^{\text{cross}}"
 
 @dataclass(frozen=True)
 class Step:
-    """One step of a layer.
+    """One step of a layer; its formulas are ``FORMULAS[step]``.
 
     kind "attn": keys (record, query input, key/value input), tex (W suffix, query name,
-    key/value name, output name, W^O's name); "norm": keys (x, sub-layer output, the sum or "",
+    key/value name, output name, W^O's name); "norm": keys (x, sub-layer output, the sum or "-",
     output), tex (the sum's name, what it sums, the output's name); "ffn": keys (record, input,
     output), tex (the input's name, the output's name). ``text`` is the prose key shown after
-    the formulas (before them with ``text_first``).
+    the formulas (before them with ``first``).
     """
 
     step: int
     kind: str
     module: str
-    keys: tuple[str, ...]
+    keys: str  # trace names, space-separated
     tex: tuple[str, ...]
-    formulas: tuple[str, ...]
     text: str | None = None
-    text_first: bool = False
+    first: bool = False
 
 
-_LN = (
-    r"\operatorname{LN}(x) = \gamma \odot \frac{x - \mu}{\sqrt{\sigma^2 + \epsilon}} + \beta,"
-    r"\quad \mu = \frac{1}{d}\sum_j x_j,\quad \sigma^2 = \frac{1}{d}\sum_j (x_j - \mu)^2"
-)
-_D = r"d_{\text{model}}"
-
+SELF, CROSS = r"^{\text{self}}", r"^{\text{cross}}"
 ENCODER = (
-    Step(
-        2,
-        "attn",
-        "self_attn",
-        ("attn", "X", "X"),
-        ("", "X", "X", "M_E", "W^O"),
-        (
-            r"Q_i = X W_{Q_i} \in \mathbb{R}^{n \times d_k},\quad K_i = X W_{K_i} \in "
-            r"\mathbb{R}^{n \times d_k},\quad V_i = X W_{V_i} \in \mathbb{R}^{n \times d_v}",
-            r"O_i = \operatorname{softmax}\left(\frac{Q_i K_i^\top}{\sqrt{d_k}}\right) V_i,"
-            r"\qquad M_E = \operatorname{Concat}(O_1, \ldots, O_h)\, W^O",
-        ),
-        "s2.text",
-        text_first=True,
-    ),
-    Step(
-        3,
-        "norm",
-        "norm1",
-        ("X", "M_E", "R_E", "H_E"),
-        ("R_E", "X_E + M_E", "H_E^{(1)}"),
-        (
-            r"H_E^{(1)} = \operatorname{LayerNorm}(X_E + \operatorname{Dropout}(M_E)),"
-            r"\qquad R_E = X_E + M_E",
-            _LN,
-        ),
-        "s3.text",
-    ),
-    Step(
-        4,
-        "ffn",
-        "ffn",
-        ("ffn", "H_E", "F_E"),
-        ("H_E^{(1)}", "F_E"),
-        (
-            r"F_E = \operatorname{FFN}(H_E^{(1)}) = \operatorname{ReLU}(H_E^{(1)} W_1 + b_1)\, "
-            rf"W_2 + b_2,\quad W_1 \in \mathbb{{R}}^{{{_D} \times d_{{ff}}}},\ W_2 \in "
-            rf"\mathbb{{R}}^{{d_{{ff}} \times {_D}}}",
-        ),
-    ),
-    Step(
-        5,
-        "norm",
-        "norm2",
-        ("H_E", "F_E", "", "Z_E"),
-        ("H_E^{(1)} + F_E", "H_E^{(1)} + F_E", "Z_E"),
-        (
-            r"Z_E = \operatorname{LayerNorm}(H_E^{(1)} + F_E) \in "
-            rf"\mathbb{{R}}^{{n \times {_D}}}",
-        ),
-        "s5.text",
-    ),
+    Step(2, "attn", "self_attn", "attn X X", ("", "X", "X", "M_E", "W^O"), "s2.text", True),
+    Step(3, "norm", "norm1", "X M_E R_E H_E", ("R_E", "X_E + M_E", "H_E^{(1)}"), "s3.text"),
+    Step(4, "ffn", "ffn", "ffn H_E F_E", ("H_E^{(1)}", "F_E")),
+    Step(5, "norm", "norm2", "H_E F_E - Z_E", ("H_E^{(1)} + F_E",) * 2 + ("Z_E",), "s5.text"),
 )
-
 DECODER = (
-    Step(
-        7,
-        "attn",
-        "self_attn",
-        ("self_attn", "X", "X"),
-        ("", "X_D", "X_D", r"M_D^{\text{self}}", "W^O"),
-        (
-            r"S = \frac{Q K^\top}{\sqrt{d_k}},\qquad S_{\text{masked}} = S + M,\qquad "
-            r"M_{ij} = \begin{cases} 0 & j \le i \\ -\infty & j > i \end{cases}",
-            r"M_D^{\text{self}} = \operatorname{Concat}(O_1, \ldots, O_h)\, W^O",
-        ),
-        "s7.text",
+    Step(7, "attn", "self_attn", "self_attn X X",
+         ("", "X_D", "X_D", "M_D" + SELF, "W^O"), "s7.text"),
+    Step(8, "norm", "norm1", "X M_D_self R_D_self H_D", ("R_D", "X_D + M_D" + SELF, "H_D")),
+    Step(9, "attn", "cross_attn", "cross_attn H_D Z_E",
+         (CROSS, "H_D", "Z_E", "M_D" + CROSS, r"W^{O,\text{cross}}"), "s9.text"),
+    Step(10, "norm", "norm2", "H_D M_D_cross R_D_cross H_D_cross",
+         ("R_D^{(2)}", "H_D + M_D" + CROSS, "H_D^{(2)}"), "s10.text"),
+    Step(11, "ffn", "ffn", "ffn H_D_cross F_D", ("H_D^{(2)}", "F_D")),
+    Step(12, "norm", "norm3", "H_D_cross F_D - Z_D",
+         ("H_D^{(2)} + F_D",) * 2 + ("Z_D",), "s12.text"),
+)  # fmt: skip
+
+_D, _LN = r"d_{\text{model}}", r"\operatorname{LayerNorm}"
+FORMULAS = {
+    2: (
+        r"Q_i = X W_{Q_i} \in \mathbb{R}^{n \times d_k},\quad K_i = X W_{K_i} \in "
+        r"\mathbb{R}^{n \times d_k},\quad V_i = X W_{V_i} \in \mathbb{R}^{n \times d_v}",
+        r"O_i = \operatorname{softmax}\left(\frac{Q_i K_i^\top}{\sqrt{d_k}}\right) V_i,"
+        r"\qquad M_E = \operatorname{Concat}(O_1, \ldots, O_h)\, W^O",
     ),
-    Step(
-        8,
-        "norm",
-        "norm1",
-        ("X", "M_D_self", "R_D_self", "H_D"),
-        ("R_D", r"X_D + M_D^{\text{self}}", "H_D"),
-        (r"H_D = \operatorname{LayerNorm}(X_D + M_D^{\text{self}})",),
+    3: (
+        rf"H_E^{{(1)}} = {_LN}(X_E + \operatorname{{Dropout}}(M_E)),\qquad R_E = X_E + M_E",
+        r"\operatorname{LN}(x) = \gamma \odot \frac{x - \mu}{\sqrt{\sigma^2 + \epsilon}} + \beta,"
+        r"\quad \mu = \frac{1}{d}\sum_j x_j,\quad \sigma^2 = \frac{1}{d}\sum_j (x_j - \mu)^2",
     ),
-    Step(
-        9,
-        "attn",
-        "cross_attn",
-        ("cross_attn", "H_D", "Z_E"),
-        (CROSS, "H_D", "Z_E", r"M_D^{\text{cross}}", r"W^{O,\text{cross}}"),
-        (
-            r"Q = H_D W_Q^{\text{cross}},\quad K = Z_E W_K^{\text{cross}},\quad "
-            r"V = Z_E W_V^{\text{cross}},\quad S = \frac{Q K^\top}{\sqrt{d_k}} "
-            r"\in \mathbb{R}^{n_D \times n_E}",
-            r"M_D^{\text{cross}} = \operatorname{Concat}(A_{D,1}^{\text{cross}}, \ldots,"
-            r" A_{D,h}^{\text{cross}})\, W^O",
-        ),
-        "s9.text",
+    4: (
+        r"F_E = \operatorname{FFN}(H_E^{(1)}) = \operatorname{ReLU}(H_E^{(1)} W_1 + b_1)\, "
+        rf"W_2 + b_2,\quad W_1 \in \mathbb{{R}}^{{{_D} \times d_{{ff}}}},\ W_2 \in "
+        rf"\mathbb{{R}}^{{d_{{ff}} \times {_D}}}",
     ),
-    Step(
-        10,
-        "norm",
-        "norm2",
-        ("H_D", "M_D_cross", "R_D_cross", "H_D_cross"),
-        ("R_D^{(2)}", r"H_D + M_D^{\text{cross}}", "H_D^{(2)}"),
-        (r"H_D^{(2)} = \operatorname{LayerNorm}(H_D + M_D^{\text{cross}})",),
-        "s10.text",
+    5: (rf"Z_E = {_LN}(H_E^{{(1)}} + F_E) \in \mathbb{{R}}^{{n \times {_D}}}",),
+    7: (
+        r"S = \frac{Q K^\top}{\sqrt{d_k}},\qquad S_{\text{masked}} = S + M,\qquad "
+        r"M_{ij} = \begin{cases} 0 & j \le i \\ -\infty & j > i \end{cases}",
+        rf"M_D{SELF} = \operatorname{{Concat}}(O_1, \ldots, O_h)\, W^O",
     ),
-    Step(
-        11,
-        "ffn",
-        "ffn",
-        ("ffn", "H_D_cross", "F_D"),
-        ("H_D^{(2)}", "F_D"),
-        (r"F_D = \operatorname{ReLU}(H_D^{(2)} W_1 + b_1)\, W_2 + b_2",),
+    8: (rf"H_D = {_LN}(X_D + M_D{SELF})",),
+    9: (
+        rf"Q = H_D W_Q{CROSS},\quad K = Z_E W_K{CROSS},\quad V = Z_E W_V{CROSS},\quad "
+        r"S = \frac{Q K^\top}{\sqrt{d_k}} \in \mathbb{R}^{n_D \times n_E}",
+        rf"M_D{CROSS} = \operatorname{{Concat}}(A_{{D,1}}{CROSS}, \ldots, A_{{D,h}}{CROSS})\, W^O",
     ),
-    Step(
-        12,
-        "norm",
-        "norm3",
-        ("H_D_cross", "F_D", "", "Z_D"),
-        ("H_D^{(2)} + F_D", "H_D^{(2)} + F_D", "Z_D"),
-        (
-            r"Z_D = \operatorname{LayerNorm}(H_D^{(2)} + F_D) \in "
-            rf"\mathbb{{R}}^{{n_D \times {_D}}}",
-        ),
-        "s12.text",
-    ),
-)
+    10: (rf"H_D^{{(2)}} = {_LN}(H_D + M_D{CROSS})",),
+    11: (r"F_D = \operatorname{ReLU}(H_D^{(2)} W_1 + b_1)\, W_2 + b_2",),
+    12: (rf"Z_D = {_LN}(H_D^{{(2)}} + F_D) \in \mathbb{{R}}^{{n_D \times {_D}}}",),
+}
 
 
 def attention(st: Steps, sec: Section, where: str, mha: Any, rec: dict, x_q, x_kv, rows, cols, s):
@@ -289,16 +214,16 @@ def stack(st: Steps, side: str) -> list[Section]:
         for s in table:
             sec = Section(st.sid(s.step, li), st.title(s.step, li, len(layers)))
             where = f"step {s.step} (layer {li + 1})"
-            blocks: list[Any] = [Formula(f) for f in s.formulas]
+            blocks: list[Any] = [Formula(f) for f in FORMULAS[s.step]]
             if s.text:
                 para = Para(st.t(s.text, eps=f"{st.eps:g}", l=li + 1, n=len(layers)))
-                blocks = [para, *blocks] if s.text_first else [*blocks, para]
+                blocks = [para, *blocks] if s.first else [*blocks, para]
             sec.add(*blocks)
-            mod = getattr(layer, s.module)
+            mod, keys = getattr(layer, s.module), s.keys.split()
             if s.kind == "attn":
-                x, kv = val(s.keys[1]), val(s.keys[2])  # (T or S, D)
-                cols = ex.src_words if s.keys[2] == "Z_E" else rows
-                a, concat, m = attention(st, sec, where, mod, rec[s.keys[0]], x, kv, rows, cols, s)
+                x, kv = val(keys[1]), val(keys[2])  # (T or S, D)
+                cols = ex.src_words if keys[2] == "Z_E" else rows
+                a, concat, m = attention(st, sec, where, mod, rec[keys[0]], x, kv, rows, cols, s)
                 if s.step == 2 and li == 0:
                     sec.add(differences.scale_aside(st, x, mod, rows))
                     sec.add(differences.wo_aside(st, x, concat, m, rows))
@@ -310,12 +235,12 @@ def stack(st: Steps, side: str) -> list[Section]:
                 if s.step == 9:
                     st.facts.setdefault("cross", a)
             elif s.kind == "norm":
-                x, sub, r_key, out_key = s.keys
-                r_model = val(r_key) if r_key else None
+                x, sub, r_key, out_key = keys
+                r_model = val(r_key) if r_key != "-" else None
                 add_norm(st, sec, where, mod, val(x), val(sub), r_model, val(out_key), rows, s)
                 if s.step == 3 and li == 0:
                     sec.add(differences.ln_aside(st, val(x) + val(sub), mod, rows))
             else:
-                ffn(st, sec, where, mod, rec[s.keys[0]], val(s.keys[1]), val(s.keys[2]), rows, s)
+                ffn(st, sec, where, mod, rec[keys[0]], val(keys[1]), val(keys[2]), rows, s)
             out.append(sec)
     return out
