@@ -213,6 +213,23 @@ def test_plain_cross_entropy_is_eps_zero(model: Transformer) -> None:
     assert abs(twin - plain.item()) <= FWD
 
 
+def test_the_caches_keep_what_the_walkthrough_shows() -> None:
+    """LayerNorm's mu and sigma^2 (biased) and the loss of each position, padding included."""
+    x = torch.randn(2, 3, 6, dtype=torch.float64)
+    _, c = ref.layer_norm_forward(_np(x), np.ones(6), np.zeros(6), 1e-6)
+    _close(c["mu"], _np(x.mean(-1, keepdim=True)), FWD)
+    _close(c["var"], _np(x.var(-1, unbiased=False, keepdim=True)), FWD)
+    logits = torch.randn(2, 4, 11, dtype=torch.float64)
+    nll = -logits.log_softmax(-1).gather(-1, torch.from_numpy(TGT_OUT)[..., None])[..., 0]
+    plain, c0 = ref.label_smoothed_forward(_np(logits), TGT_OUT, 0.0, 0)
+    _close(c0["rows"], _np(nll), FWD)  # eps = 0: -log p(y_t), at every position
+    loss, c1 = ref.label_smoothed_forward(_np(logits), TGT_OUT, 0.1, 0)
+    total = -logits.log_softmax(-1).sum(-1)  # (B, T): -sum_v log p_v
+    _close(c1["rows"], _np(0.9 * nll + 0.1 / 10 * (total - nll)), FWD)  # q = eps / (V - 1)
+    assert abs(c1["rows"][TGT_OUT != 0].mean() - loss) <= FWD
+    assert abs(c0["rows"][TGT_OUT != 0].mean() - plain) <= FWD
+
+
 def test_training_loss_uses_the_same_convention() -> None:
     loss_mod = pytest.importorskip("aiayn.loss")
     logits = torch.randn(2, 4, 11, dtype=torch.float64)

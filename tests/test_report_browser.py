@@ -2,9 +2,13 @@
 
 The page is opened with a probe script injected at the top of its <head>: it records every
 error (script errors, console.error, resources that fail to load) and, once the page has
-loaded, measures each section and each formula. Chromium's --dump-dom hands back the DOM with
-the probe's findings; a screenshot is saved in the test's tmp directory. Skipped with a reason
-when no Chromium is installed (``make test`` installs Debian's ``chromium``).
+loaded, measures each section and each formula box (one that overflows would show scroll
+arrows) and draws every CJK character on a canvas (one drawn like a code point no font has is a
+missing glyph, an empty box). Chromium's --dump-dom hands back the DOM with the probe's
+findings; a screenshot is saved in the test's tmp directory. Negative controls prove the probe
+sees errors, an overflowing formula and missing glyphs. Skipped with a reason when no Chromium
+is installed; with Chromium but no CJK font the Chinese page fails (``make test`` installs
+Debian's ``chromium`` and ``fonts-wqy-microhei``).
 """
 
 from __future__ import annotations
@@ -52,6 +56,39 @@ window.addEventListener("load", function () {
     if (r.width > 0 && r.height > 0) { report.mathsDrawn += 1; }
   });
   report.cells = document.querySelectorAll("table.heat td").length;
+  // Every box that holds a formula must hold all of it: no overflow, so no scroll arrows.
+  report.overflow = [];
+  var seen = new Set();
+  document.querySelectorAll("math").forEach(function (m) {
+    var box = m.parentElement;
+    if (seen.has(box)) { return; }
+    seen.add(box);
+    if (box.scrollWidth > box.clientWidth || box.scrollHeight > box.clientHeight) {
+      report.overflow.push([box.className || box.tagName, box.scrollWidth, box.clientWidth,
+                            box.scrollHeight, box.clientHeight, box.textContent.slice(0, 60)]);
+    }
+  });
+  // Every CJK character must be drawn with a font that has it: a missing glyph is drawn as
+  // the font's .notdef box, the same picture as a code point no font has (U+10FFFD).
+  report.cjk = 0;
+  report.missing = [];
+  var canvas = document.createElement("canvas");
+  canvas.width = 48; canvas.height = 48;
+  var ctx = canvas.getContext("2d", {willReadFrequently: true});
+  ctx.font = "32px " + getComputedStyle(document.body).fontFamily;
+  ctx.textBaseline = "top";
+  function picture(ch) {
+    ctx.clearRect(0, 0, 48, 48);
+    ctx.fillText(ch, 4, 4);
+    return Array.prototype.join.call(ctx.getImageData(0, 0, 48, 48).data, ",") +
+      "|" + ctx.measureText(ch).width;
+  }
+  var nothing = picture("\\u{10FFFD}");
+  var chars = new Set(document.body.innerText.match(/[\\u3000-\\u9fff\\uff00-\\uffef]/gu) || []);
+  chars.forEach(function (ch) {
+    report.cjk += 1;
+    if (picture(ch) === nothing) { report.missing.push(ch); }
+  });
   var pre = document.createElement("pre");
   pre.id = "probe-report";
   pre.textContent = JSON.stringify(report);
@@ -68,7 +105,9 @@ def _chromium() -> str | None:
     return None
 
 
-def _run(browser: str, page: Path, tmp: Path, *extra: str) -> subprocess.CompletedProcess:
+def _run(
+    browser: str, page: Path, tmp: Path, *extra: str, env: dict | None = None
+) -> subprocess.CompletedProcess:
     args = [
         browser,
         "--headless",
@@ -85,24 +124,41 @@ def _run(browser: str, page: Path, tmp: Path, *extra: str) -> subprocess.Complet
         *extra,
         page.as_uri(),
     ]
-    env = {**os.environ, "HOME": str(tmp)}
+    env = {**os.environ, "HOME": str(tmp), **(env or {})}
     return subprocess.run(args, capture_output=True, text=True, timeout=120, env=env, check=False)
 
 
-def _probe(browser: str, html: str, tmp: Path) -> dict:
+def _probe(browser: str, html: str, tmp: Path, *extra: str, env: dict | None = None) -> dict:
     """Open html with the probe injected and return the probe's report."""
     page = tmp / "probed.html"
     page.write_text(html.replace("<head>", "<head>" + PROBE, 1), encoding="utf-8")
-    res = _run(browser, page, tmp, "--virtual-time-budget=5000", "--dump-dom")
+    res = _run(browser, page, tmp, "--virtual-time-budget=5000", "--dump-dom", *extra, env=env)
     found = re.search(r'<pre id="probe-report">(.*?)</pre>', res.stdout, re.S)
     assert found, f"no probe report; chromium said: {res.stderr[-2000:]}"
     text = found.group(1).replace("&quot;", '"').replace("&lt;", "<").replace("&gt;", ">")
     return json.loads(text.replace("&amp;", "&"))
 
 
-@pytest.fixture(scope="module")
-def page() -> str:
-    return rh.render(build(WalkthroughConfig()))
+def _cjk_font() -> str | None:
+    """A font file that fontconfig says covers the Chinese page's characters (我, 爱, 你, 步)."""
+    if shutil.which("fc-list") is None:
+        return None
+    res = subprocess.run(
+        ["fc-list", ":charset=6211 7231 4f60 6b65", "file"], capture_output=True, text=True
+    )
+    return res.stdout.split(":")[0].strip() or None
+
+
+def _browser() -> str:
+    browser = _chromium()
+    if browser is None:
+        pytest.skip("chromium is not installed (make test installs Debian's chromium)")
+    return browser
+
+
+@pytest.fixture(scope="module", params=["en", "zh"])
+def page(request: pytest.FixtureRequest) -> str:
+    return rh.render(build(WalkthroughConfig(lang=request.param)))
 
 
 def test_the_page_is_self_contained(page: str) -> None:
@@ -118,11 +174,13 @@ def test_the_page_is_self_contained(page: str) -> None:
     assert page.count("<svg") == 2  # the positional-encoding pictures
 
 
+@pytest.mark.slow  # two page loads and a screenshot per language
 def test_chromium_renders_every_step_without_errors(page: str, tmp_path: Path) -> None:
-    browser = _chromium()
-    if browser is None:
-        pytest.skip("chromium is not installed (make test installs Debian's chromium)")
-    report = _probe(browser, page, tmp_path)
+    browser = _browser()
+    zh = 'lang="zh"' in page
+    if zh:  # a failure, not a skip: without a CJK font the page is empty boxes
+        assert _cjk_font(), "no CJK font (make test installs Debian's fonts-wqy-microhei)"
+    report = _probe(browser, page, tmp_path, "--window-size=1280,2000")
     assert report["errors"] == []
     for sid in STEPS + EXTRAS:
         assert sid in report["sections"], sid
@@ -133,6 +191,11 @@ def test_chromium_renders_every_step_without_errors(page: str, tmp_path: Path) -
     assert report["maths"] > 100
     assert report["mathsDrawn"] == report["maths"]  # every formula is laid out (MathML works)
     assert report["cells"] > 1000
+    assert report["overflow"] == []  # no formula box overflows (no scroll arrows)
+    assert report["missing"] == []  # every character is drawn from a font that has it
+    assert report["cjk"] > (300 if zh else 0)  # the glyph check saw the Chinese text
+    narrow = _probe(browser, page, tmp_path, "--window-size=640,2000")
+    assert narrow["overflow"] == []  # a narrow window wraps the formulas instead
     shot = tmp_path / "walkthrough.png"
     res = _run(
         browser,
@@ -149,9 +212,7 @@ def test_chromium_renders_every_step_without_errors(page: str, tmp_path: Path) -
 
 def test_the_probe_sees_a_console_error(tmp_path: Path) -> None:
     """The negative control: a page that fails is reported as failing."""
-    browser = _chromium()
-    if browser is None:
-        pytest.skip("chromium is not installed (make test installs Debian's chromium)")
+    browser = _browser()
     bad = (
         "<!DOCTYPE html><html><head><title>bad</title></head><body>"
         '<section id="s"><h2>x</h2></section><script>console.error("boom");'
@@ -160,3 +221,38 @@ def test_the_probe_sees_a_console_error(tmp_path: Path) -> None:
     report = _probe(browser, bad, tmp_path)
     assert any("boom" in e for e in report["errors"])
     assert any("undefined_function" in e for e in report["errors"])
+
+
+def test_the_probe_sees_an_overflowing_formula(tmp_path: Path) -> None:
+    """The negative control: a formula wider than its box is reported."""
+    browser = _browser()
+    wide = rh.tex(r"X = " + " + ".join(f"a_{{{i}}}" for i in range(40)), display=True)
+    bad = (
+        f"<!DOCTYPE html><html><head><style>{rh.CSS}</style></head><body>"
+        f'<div class="formula" style="width: 200px">{wide}</div></body></html>'
+    )
+    assert len(_probe(browser, bad, tmp_path)["overflow"]) == 1
+
+
+def test_the_probe_sees_missing_glyphs(tmp_path: Path) -> None:
+    """The negative control: with only a Latin font, the Chinese text is reported missing."""
+    browser = _browser()
+    latin = subprocess.run(
+        ["fc-match", "-f", "%{file}", "DejaVu Sans"], capture_output=True, text=True, check=False
+    ).stdout
+    if not latin or not Path(latin).is_file():
+        pytest.skip("no DejaVu Sans font file to build a Latin-only font set from")
+    fonts = tmp_path / "fonts"
+    fonts.mkdir()
+    shutil.copy(latin, fonts)
+    conf = tmp_path / "fonts.conf"
+    conf.write_text(
+        f"<?xml version='1.0'?><fontconfig><dir>{fonts}</dir>"
+        f"<cachedir>{tmp_path / 'fc-cache'}</cachedir></fontconfig>",
+        encoding="utf-8",
+    )
+    page = (
+        "<!DOCTYPE html><html><head></head><body><p>我爱你 Transformer 逐步推导</p></body></html>"
+    )
+    report = _probe(browser, page, tmp_path, env={"FONTCONFIG_FILE": str(conf)})
+    assert sorted(report["missing"]) == sorted("我爱你逐步推导")

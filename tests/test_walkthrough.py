@@ -57,7 +57,12 @@ def _corrupt_and_prove(where: str) -> None:
         "step 1": lambda: tr.X_E,
         "step 2": lambda: tr.encoder[0]["attn"]["weights"],
         "step 3": lambda: tr.encoder[0]["H_E"],
+        "step 4": lambda: tr.encoder[0]["F_E"],
+        "step 5": lambda: tr.encoder[0]["Z_E"],
         "step 7": lambda: tr.decoder[0]["self_attn"]["scores"],
+        "step 8": lambda: tr.decoder[0]["H_D"],
+        "step 10": lambda: tr.decoder[0]["R_D_cross"],
+        "step 12": lambda: tr.decoder[0]["Z_D"],
         "step 9": lambda: tr.decoder[0]["cross_attn"]["O"],
         "step 11": lambda: tr.decoder[0]["ffn"]["hidden"],
         "step 13": lambda: tr.L,
@@ -67,9 +72,27 @@ def _corrupt_and_prove(where: str) -> None:
         prove(ex, tr)
 
 
-@pytest.mark.parametrize("where", ["step 1", "step 2", "step 3", "step 7", "step 9", "step 13"])
+@pytest.mark.parametrize("where", [f"step {i}" for i in (1, 2, 3, 4, 5, 7, 8, 9, 10, 12, 13)])
 def test_a_corrupted_intermediate_is_detected(where: str) -> None:
     _corrupt_and_prove(where)
+
+
+def test_the_layer_tables_are_the_notes_steps() -> None:
+    from aiayn.walkthrough.layers import DECODER, ENCODER, FORMULAS
+
+    ex = Example.build(WalkthroughConfig())
+    with torch.no_grad():
+        tr = trace(ex.model, ex.src, ex.tgt_in)
+    for table, layer, rec, steps in (
+        (ENCODER, ex.model.encoder[0], tr.encoder[0], [2, 3, 4, 5]),
+        (DECODER, ex.model.decoder[0], tr.decoder[0], [7, 8, 9, 10, 11, 12]),
+    ):
+        assert [s.step for s in table] == steps
+        for s in table:
+            assert hasattr(layer, s.module), s
+            assert FORMULAS[s.step], s
+            for key in s.keys.split():  # every value a step starts from or proves is traced
+                assert key == "-" or key in rec or hasattr(tr, key), (s.step, key)
 
 
 def test_the_uncorrupted_trace_proves() -> None:

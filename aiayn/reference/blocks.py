@@ -58,7 +58,8 @@ def embed_backward(d_x: Array, cache: Cache) -> Array:
 def layer_norm_forward(x: Array, gamma: Array, beta: Array, eps: float) -> tuple[Array, Cache]:
     """LN(x) = gamma * (x - mu) / sqrt(sigma^2 + eps) + beta, row by row.  Section 3.1.
 
-    mu and sigma^2 are the mean and the (biased) variance of each row over its D features.
+    mu and sigma^2 are the mean and the (biased) variance of each row over its D features; the
+    cache keeps them (``mu``, ``var``) and xhat = (x - mu) / sqrt(sigma^2 + eps) for display.
 
     Shapes: x (..., D), gamma and beta (D,) -> (..., D).
     """
@@ -66,7 +67,7 @@ def layer_norm_forward(x: Array, gamma: Array, beta: Array, eps: float) -> tuple
     var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)  # (..., 1)
     inv = 1.0 / np.sqrt(var + eps)  # (..., 1)
     xhat = (x - mu) * inv  # (..., D)
-    return gamma * xhat + beta, {"xhat": xhat, "inv": inv, "gamma": gamma}
+    return gamma * xhat + beta, {"xhat": xhat, "inv": inv, "gamma": gamma, "mu": mu, "var": var}
 
 
 def layer_norm_backward(d_y: Array, cache: Cache) -> tuple[Array, Array, Array]:
@@ -143,7 +144,8 @@ def label_smoothed_forward(
     q_t puts 1 - eps on y_t and eps / (V - 1) on every other token (eps_ls = 0.1 in the paper);
     p = softmax(logits) row by row. With eps = 0 this is the plain cross-entropy -log p(y_t),
     p(y_t) the probability of the correct token. Padding positions (target == pad_id) do not
-    count. The training loop uses this convention.
+    count. The training loop uses this convention. The cache keeps each position's loss
+    (``rows``, padding included) and p.
 
     Shapes: logits (B, T, V), target (B, T) int -> a float and a cache.
     """
@@ -156,7 +158,7 @@ def label_smoothed_forward(
     n = max(int(keep.sum()), 1)
     rows = -(q * logp).sum(axis=-1)  # (B, T)
     loss = float((rows * keep).sum() / n)
-    return loss, {"p": np.exp(logp), "q": q, "keep": keep, "n": n}
+    return loss, {"p": np.exp(logp), "q": q, "keep": keep, "n": n, "rows": rows}
 
 
 def label_smoothed_backward(cache: Cache) -> Array:

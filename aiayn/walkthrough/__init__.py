@@ -24,7 +24,7 @@ from aiayn.model import Trace, trace
 from aiayn.walkthrough import differences, layers, positions, training
 from aiayn.walkthrough.doc import Document, Mat, Para, ProofError, Prover, Section, Table
 from aiayn.walkthrough.example import Example, WalkthroughConfig
-from aiayn.walkthrough.steps import Steps
+from aiayn.walkthrough.steps import Steps, arr
 
 __all__ = ["Document", "Example", "ProofError", "WalkthroughConfig", "build", "prove", "texts"]
 
@@ -46,42 +46,19 @@ def texts(lang: str):
 
 def _intro(st: Steps) -> Section:
     ex, cfg, mcfg = st.ex, st.ex.cfg, st.model.config
+    sizes = {"d": mcfg.d_model, "h": mcfg.n_heads, "dk": mcfg.head_dim, "dff": mcfg.d_ff}
+    words = {"enc": " ".join(ex.src_words), "n": len(ex.src_words)}
+    words |= {"dec": " ".join(ex.tgt_in_words), "out": " ".join(ex.tgt_out_words)}
     sec = Section("example", st.t("intro.title"))
     sec.add(
         Para(st.t("intro.text")),
-        Para(
-            st.t(
-                "intro.settings",
-                d=mcfg.d_model,
-                h=mcfg.n_heads,
-                dk=mcfg.head_dim,
-                dff=mcfg.d_ff,
-                n=mcfg.n_layers,
-                seed=cfg.seed,
-                dec=cfg.decimals,
-            )
-        ),
-        Para(
-            st.t(
-                "intro.pair",
-                src=cfg.source,
-                tgt=cfg.target,
-                enc=" ".join(ex.src_words),
-                n=len(ex.src_words),
-                dec=" ".join(ex.tgt_in_words),
-                out=" ".join(ex.tgt_out_words),
-            )
-        ),
+        Para(st.t("intro.settings", **sizes, n=mcfg.n_layers, seed=cfg.seed, dec=cfg.decimals)),
+        Para(st.t("intro.pair", src=cfg.source, tgt=cfg.target, **words)),
         Para(st.t("intro.vocab", v=len(ex.vocab), pad=ex.vocab[mcfg.pad_id])),
         Table(
             [st.t("intro.col0"), st.t("intro.col1")], [[str(i), w] for i, w in enumerate(ex.vocab)]
         ),
-        Mat(
-            "E",
-            st.model.embedding.detach().numpy(),
-            ex.vocab,
-            [str(j) for j in range(mcfg.d_model)],
-        ),
+        Mat("E", arr(st.model.embedding), ex.vocab, [str(j) for j in range(mcfg.d_model)]),
         Para(st.t("intro.rows", sqrtd=f"{math.sqrt(mcfg.d_model):.3f}")),
     )
     return sec
@@ -95,24 +72,18 @@ def prove(ex: Example, tr: Trace) -> Document:
     t = texts(ex.cfg.lang)
     prover = Prover()
     st = Steps(ex, tr, prover, t)
-    sections = [_intro(st), st.embedding(1, "src"), *layers.encoder(st), st.embedding(6, "tgt")]
-    sections += [*layers.decoder(st), *st.output(), training.loss_section(st)]
+    sections = [_intro(st), st.embedding(1, "src"), *layers.stack(st, "encoder")]
+    sections += [st.embedding(6, "tgt"), *layers.stack(st, "decoder")]
+    sections += [*st.output(), training.loss_section(st)]
     closing = differences.closing_section(st)  # before the update changes the weights
     pos = positions.section(st)
     sections += [training.backward_section(st), training.update_section(st), pos, closing]
     checks = prover.checks
     worst = max(checks, key=lambda c: c.diff / c.tol if c.tol else 0.0)
     summary = Section("summary", t("summary.title"))
-    summary.add(
-        Para(
-            t(
-                "summary.text",
-                n=len(checks),
-                diff=f"{max(c.diff for c in checks):.1e}",
-                ratio=f"{worst.diff / worst.tol:.1e}" if worst.tol else "0",
-            )
-        )
-    )
+    ratio = f"{worst.diff / worst.tol:.1e}" if worst.tol else "0"
+    diff = f"{max(c.diff for c in checks):.1e}"
+    summary.add(Para(t("summary.text", n=len(checks), diff=diff, ratio=ratio)))
     sections.append(summary)
     log.debug("walkthrough: %d checks passed", len(checks))
     return Document(t("doc.title"), ex.cfg.lang, sections, checks)

@@ -15,20 +15,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from aiayn import reference as ref
 from aiayn.model import Transformer
+from aiayn.train.schedule import noam_lr
 from aiayn.walkthrough.doc import Aside, Formula, Group, Mat, Para, Section, Table
+from aiayn.walkthrough.steps import arr
 
 if TYPE_CHECKING:
     from aiayn.walkthrough.steps import Steps
-
-
-def _arr(x: Any) -> np.ndarray:
-    return x.detach().cpu().double().numpy() if hasattr(x, "detach") else np.asarray(x)
-
-
-def _softmax(s: np.ndarray) -> np.ndarray:
-    e = np.exp(s - s.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
 
 
 def _entropy(a: np.ndarray) -> float:
@@ -36,36 +30,19 @@ def _entropy(a: np.ndarray) -> float:
     return float(-(a * np.log(np.where(a > 0, a, 1.0))).sum(axis=-1).mean())
 
 
-def noam_lr(step: int, d_model: int, warmup: int) -> float:
-    """lrate = d_model^-0.5 * min(step^-0.5, step * warmup^-1.5).  Section 5.3, Eq. (3).
-
-    >>> f"{noam_lr(4000, 512, 4000):.4e}"
-    '6.9877e-04'
-    """
-    return d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
-
-
 def scale_aside(st: Steps, x: np.ndarray, mha: Any, rows: list[str]) -> Aside:
     """Softmax with sqrt(d_k) (the paper, Eq. 1) against sqrt(d_model) (the note's step 2)."""
     H, K, d = mha.n_heads, mha.d_k, st.d
-    wq, wk = _arr(mha.w_q), _arr(mha.w_k)
-    table, first = [], None
+    wq, wk = arr(mha.w_q), arr(mha.w_k)
+    table, pairs = [], []
     for i in range(H):
         c = slice(i * K, (i + 1) * K)
         raw = (x @ wq[:, c]) @ (x @ wk[:, c]).T  # (n, n): Q_i K_i^T
-        a_paper, a_note = _softmax(raw / math.sqrt(K)), _softmax(raw / math.sqrt(d))
-        table.append(
-            [
-                str(i + 1),
-                f"{a_paper.max(axis=1).mean():.3f}",
-                f"{a_note.max(axis=1).mean():.3f}",
-                f"{_entropy(a_paper):.3f}",
-                f"{_entropy(a_note):.3f}",
-            ]
-        )
-        if first is None:
-            first = (a_paper, a_note)
-    assert first is not None
+        pair = ref.softmax_forward(raw / math.sqrt(K)), ref.softmax_forward(raw / math.sqrt(d))
+        tops, ents = (f"{a.max(axis=1).mean():.3f}" for a in pair), map(_entropy, pair)
+        table.append([str(i + 1), *tops, *(f"{e:.3f}" for e in ents)])
+        pairs.append(pair)
+    sq = {"sdk": f"{math.sqrt(K):.3f}", "sd": f"{math.sqrt(d):.3f}", "r": f"{math.sqrt(d / K):.3f}"}
     box = Aside(st.t("scale.title"))
     box.blocks += [
         Formula(
@@ -73,23 +50,11 @@ def scale_aside(st: Steps, x: np.ndarray, mha: Any, rows: list[str]) -> Aside:
             r"\qquad \text{note: } \operatorname{softmax}\left(\frac{Q K^\top}"
             r"{\sqrt{d_{\text{model}}}}\right)"
         ),
-        Para(
-            st.t(
-                "scale.text",
-                dk=K,
-                sdk=f"{math.sqrt(K):.3f}",
-                d=d,
-                sd=f"{math.sqrt(d):.3f}",
-                h=H,
-                r=f"{math.sqrt(d / K):.3f}",
-                u=f"{math.log(len(rows)):.3f}",
-                n=len(rows),
-            )
-        ),
+        Para(st.t("scale.text", dk=K, d=d, h=H, u=f"{math.log(len(rows)):.3f}", n=len(rows), **sq)),
         Group(
             [
-                Mat(r"A_1\ (\sqrt{d_k})", first[0], rows, rows, kind="prob"),
-                Mat(r"A_1\ (\sqrt{d_{\text{model}}})", first[1], rows, rows, kind="prob"),
+                Mat(r"A_1\ (\sqrt{d_k})", pairs[0][0], rows, rows, kind="prob"),
+                Mat(r"A_1\ (\sqrt{d_{\text{model}}})", pairs[0][1], rows, rows, kind="prob"),
             ]
         ),
         Table([st.t(f"scale.col{j}") for j in range(5)], table),
@@ -100,7 +65,7 @@ def scale_aside(st: Steps, x: np.ndarray, mha: Any, rows: list[str]) -> Aside:
 
 def wo_aside(st: Steps, x: np.ndarray, concat: np.ndarray, m: np.ndarray, rows: list[str]) -> Aside:
     """M_E = Concat(heads) W^O (3.2.2) against the note's Concat(heads) alone."""
-    d = st.d
+    d, hv = st.d, concat.shape[1]
     cols = [str(j) for j in range(d)]
     box = Aside(st.t("wo.title"))
     box.blocks += [
@@ -109,14 +74,7 @@ def wo_aside(st: Steps, x: np.ndarray, concat: np.ndarray, m: np.ndarray, rows: 
             r"W^O \in \mathbb{R}^{h d_v \times d_{\text{model}}}\qquad \text{note: } "
             r"M_E = \operatorname{Concat}(O_1, \ldots, O_h)"
         ),
-        Para(
-            st.t(
-                "wo.text",
-                dv=concat.shape[1] // max(1, st.model.config.n_heads),
-                d=d,
-                p=d * concat.shape[1],
-            )
-        ),
+        Para(st.t("wo.text", dv=hv // max(1, st.model.config.n_heads), d=d, p=d * hv)),
         Group(
             [
                 Mat(r"\text{note: } X_E + \operatorname{Concat}", x + concat, rows, cols),
@@ -129,25 +87,17 @@ def wo_aside(st: Steps, x: np.ndarray, concat: np.ndarray, m: np.ndarray, rows: 
 
 def ln_aside(st: Steps, r: np.ndarray, norm: Any, rows: list[str]) -> Aside:
     """gamma and beta are learned, epsilon is a constant: the effect of epsilon, measured."""
-    from aiayn.walkthrough.steps import layer_norm
-
-    gamma, beta = _arr(norm.weight), _arr(norm.bias)
-    with_eps = layer_norm(r, gamma, beta, st.eps)[3]
-    without = layer_norm(r, gamma, beta, 0.0)[3]
+    gamma, beta = arr(norm.weight), arr(norm.bias)
+    with_eps = ref.layer_norm_forward(r, gamma, beta, st.eps)[0]  # (S, D)
+    without = ref.layer_norm_forward(r, gamma, beta, 0.0)[0]  # (S, D)
+    dd = f"{float(np.abs(with_eps - without).max()):.1e}"
     box = Aside(st.t("ln.title"))
     box.blocks += [
         Formula(
             r"\text{learned: } \gamma, \beta \in \mathbb{R}^{d_{\text{model}}}\qquad "
             r"\text{constant: } \epsilon"
         ),
-        Para(
-            st.t(
-                "ln.text",
-                d=st.d,
-                eps=f"{st.eps:g}",
-                dd=f"{float(np.abs(with_eps - without).max()):.1e}",
-            )
-        ),
+        Para(st.t("ln.text", d=st.d, eps=f"{st.eps:g}", dd=dd)),
     ]
     return box
 
@@ -166,7 +116,7 @@ def padding_demo(st: Steps) -> tuple[list[Any], float]:
     keep = (padded != pad)[0].numpy().astype(np.float64)  # (S + 2,)
     words = [*ex.src_words, "·", "·"]
     diff = float((alone - batch).abs().max())
-    w = _arr(tr.decoder[0]["cross_attn"]["weights"])[0, 0]  # (T, S + 2)
+    w = arr(tr.decoder[0]["cross_attn"]["weights"])[0, 0]  # (T, S + 2)
     blocks = [
         Mat(r"\text{keep}", keep, None, words, kind="prob"),
         Mat(r"A_{D,1}^{\text{cross}}\ (\text{padded})", w, ex.tgt_in_words, words, kind="prob"),
@@ -191,20 +141,17 @@ def closing_section(st: Steps) -> Section:
     blocks, diff = padding_demo(st)
     sec.add(Para(st.t("diff.padding", pad=st.ex.vocab[cfg.pad_id])), *blocks)
     sec.add(st.prover.check("differences", r"\text{padded batch} = \text{pair alone}", diff, 0.0))
-    steps = (1, 1000, 4000, 8000, 100000)
+    lrs = [
+        [str(s), *(f"{noam_lr(s, d, 4000):.4e}" for d in (cfg.d_model, 512))]
+        for s in (1, 1000, 4000, 8000, 100000)
+    ]
     sec.add(
         Para(st.t("diff.schedule")),
         Formula(
             r"\text{lrate} = d_{\text{model}}^{-0.5} \cdot \min\left(\text{step}^{-0.5},\ "
             r"\text{step} \cdot \text{warmup}^{-1.5}\right)"
         ),
-        Table(
-            ["step", f"d_model = {cfg.d_model}", "d_model = 512"],
-            [
-                [str(s), f"{noam_lr(s, cfg.d_model, 4000):.4e}", f"{noam_lr(s, 512, 4000):.4e}"]
-                for s in steps
-            ],
-        ),
+        Table(["step", f"d_model = {cfg.d_model}", "d_model = 512"], lrs),
         Para(st.t("diff.beam")),
     )
     return sec

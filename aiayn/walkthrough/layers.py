@@ -1,252 +1,246 @@
 """The note's steps 2-5 (each encoder layer) and 7-12 (each decoder layer).  Sections 3.1-3.3.
 
-Built from the primitives of ``steps.Steps``; each step starts from the model's own values of
-the previous step (from ``aiayn.trace``) and is proved before the next one is shown.
+One table, ``ENCODER`` and ``DECODER``, says what each step is: a multi-head attention, an
+Add & Norm or a feed-forward network, which of the layer's modules it uses, which values of
+``aiayn.trace`` it starts from and proves, and its symbols. Each step recomputes its formula
+with the NumPy twin (``aiayn.reference``) from the model's parameters and from the model's own
+values of the previous step, and is proved before the next one is shown.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 
+from aiayn import reference as ref
 from aiayn.walkthrough import differences
-from aiayn.walkthrough.doc import Formula, Para, Section
+from aiayn.walkthrough.doc import Formula, Group, Mat, Para, Section
 from aiayn.walkthrough.steps import Steps, arr
 
+CROSS = r"^{\text{cross}}"
 
-def encoder(st: Steps) -> list[Section]:
-    """Steps 2-5 for every encoder layer: self-attention, Add & Norm, FFN, Add & Norm.  3.1."""
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a layer; its formulas are ``FORMULAS[step]``.
+
+    kind "attn": keys (record, query input, key/value input), tex (W suffix, query name,
+    key/value name, output name, W^O's name); "norm": keys (x, sub-layer output, the sum or "-",
+    output), tex (the sum's name, what it sums, the output's name); "ffn": keys (record, input,
+    output), tex (the input's name, the output's name). ``text`` is the prose key shown after
+    the formulas (before them with ``first``).
+    """
+
+    step: int
+    kind: str
+    module: str
+    keys: str  # trace names, space-separated
+    tex: tuple[str, ...]
+    text: str | None = None
+    first: bool = False
+
+
+SELF, CROSS = r"^{\text{self}}", r"^{\text{cross}}"
+ENCODER = (
+    Step(2, "attn", "self_attn", "attn X X", ("", "X", "X", "M_E", "W^O"), "s2.text", True),
+    Step(3, "norm", "norm1", "X M_E R_E H_E", ("R_E", "X_E + M_E", "H_E^{(1)}"), "s3.text"),
+    Step(4, "ffn", "ffn", "ffn H_E F_E", ("H_E^{(1)}", "F_E")),
+    Step(5, "norm", "norm2", "H_E F_E - Z_E", ("H_E^{(1)} + F_E",) * 2 + ("Z_E",), "s5.text"),
+)
+DECODER = (
+    Step(7, "attn", "self_attn", "self_attn X X",
+         ("", "X_D", "X_D", "M_D" + SELF, "W^O"), "s7.text"),
+    Step(8, "norm", "norm1", "X M_D_self R_D_self H_D", ("R_D", "X_D + M_D" + SELF, "H_D")),
+    Step(9, "attn", "cross_attn", "cross_attn H_D Z_E",
+         (CROSS, "H_D", "Z_E", "M_D" + CROSS, r"W^{O,\text{cross}}"), "s9.text"),
+    Step(10, "norm", "norm2", "H_D M_D_cross R_D_cross H_D_cross",
+         ("R_D^{(2)}", "H_D + M_D" + CROSS, "H_D^{(2)}"), "s10.text"),
+    Step(11, "ffn", "ffn", "ffn H_D_cross F_D", ("H_D^{(2)}", "F_D")),
+    Step(12, "norm", "norm3", "H_D_cross F_D - Z_D",
+         ("H_D^{(2)} + F_D",) * 2 + ("Z_D",), "s12.text"),
+)  # fmt: skip
+
+_D, _LN = r"d_{\text{model}}", r"\operatorname{LayerNorm}"
+FORMULAS = {
+    2: (
+        r"Q_i = X W_{Q_i} \in \mathbb{R}^{n \times d_k},\quad K_i = X W_{K_i} \in "
+        r"\mathbb{R}^{n \times d_k},\quad V_i = X W_{V_i} \in \mathbb{R}^{n \times d_v}",
+        r"O_i = \operatorname{softmax}\left(\frac{Q_i K_i^\top}{\sqrt{d_k}}\right) V_i,"
+        r"\qquad M_E = \operatorname{Concat}(O_1, \ldots, O_h)\, W^O",
+    ),
+    3: (
+        rf"H_E^{{(1)}} = {_LN}(X_E + \operatorname{{Dropout}}(M_E)),\qquad R_E = X_E + M_E",
+        r"\operatorname{LN}(x) = \gamma \odot \frac{x - \mu}{\sqrt{\sigma^2 + \epsilon}} + \beta,"
+        r"\quad \mu = \frac{1}{d}\sum_j x_j,\quad \sigma^2 = \frac{1}{d}\sum_j (x_j - \mu)^2",
+    ),
+    4: (
+        r"F_E = \operatorname{FFN}(H_E^{(1)}) = \operatorname{ReLU}(H_E^{(1)} W_1 + b_1)\, "
+        rf"W_2 + b_2,\quad W_1 \in \mathbb{{R}}^{{{_D} \times d_{{ff}}}},\ W_2 \in "
+        rf"\mathbb{{R}}^{{d_{{ff}} \times {_D}}}",
+    ),
+    5: (rf"Z_E = {_LN}(H_E^{{(1)}} + F_E) \in \mathbb{{R}}^{{n \times {_D}}}",),
+    7: (
+        r"S = \frac{Q K^\top}{\sqrt{d_k}},\qquad S_{\text{masked}} = S + M,\qquad "
+        r"M_{ij} = \begin{cases} 0 & j \le i \\ -\infty & j > i \end{cases}",
+        rf"M_D{SELF} = \operatorname{{Concat}}(O_1, \ldots, O_h)\, W^O",
+    ),
+    8: (rf"H_D = {_LN}(X_D + M_D{SELF})",),
+    9: (
+        rf"Q = H_D W_Q{CROSS},\quad K = Z_E W_K{CROSS},\quad V = Z_E W_V{CROSS},\quad "
+        r"S = \frac{Q K^\top}{\sqrt{d_k}} \in \mathbb{R}^{n_D \times n_E}",
+        rf"M_D{CROSS} = \operatorname{{Concat}}(A_{{D,1}}{CROSS}, \ldots, A_{{D,h}}{CROSS})\, W^O",
+    ),
+    10: (rf"H_D^{{(2)}} = {_LN}(H_D + M_D{CROSS})",),
+    11: (r"F_D = \operatorname{ReLU}(H_D^{(2)} W_1 + b_1)\, W_2 + b_2",),
+    12: (rf"Z_D = {_LN}(H_D^{{(2)}} + F_D) \in \mathbb{{R}}^{{n_D \times {_D}}}",),
+}
+
+
+def attention(st: Steps, sec: Section, where: str, mha: Any, rec: dict, x_q, x_kv, rows, cols, s):
+    """Per head: Q_i, K_i, V_i, S_i (masked), A_i = softmax, O_i; then Concat and W^O.  3.2."""
+    w_sfx, q_name, kv_name, m_name, wo_name = s.tex
+    H, K, causal = mha.n_heads, mha.d_k, s.step == 7
+    wqkv = wq, wk, wv = [arr(w) for w in (mha.w_q, mha.w_k, mha.w_v)]
+    wo = arr(mha.w_o)
+    keep = np.tri(len(rows), len(cols), dtype=bool) if causal else None  # (Lq, Lk)
+    if causal:
+        sec.add(Mat("M", np.where(keep, 0.0, -np.inf), rows, cols, kind="mask"))
+    dcols, kcols = [str(j) for j in range(st.d)], [str(j) for j in range(K)]
+    heads, weights = [], []
+    for i in range(H):
+        c, j = slice(i * K, (i + 1) * K), i + 1
+        q, k, v = x_q @ wq[:, c], x_kv @ wk[:, c], x_kv @ wv[:, c]  # (L, K) each
+        o, att = ref.attention_forward(q, k, v, keep)  # (Lq, K)
+        sc, a = att["scores"], att["weights"]  # (Lq, Lk) each
+        ws = [Mat(rf"W_{{{n}_{j}}}{w_sfx}", w[:, c], dcols, kcols) for n, w in zip("QKV", wqkv)]  # noqa: B905
+        sec.add(Para(st.t("head", i=j, lo=i * K, hi=(i + 1) * K - 1)), Group(ws))
+        qkv = [Mat(f"{n}_{j}", m, r, kcols) for n, m, r in (("Q", q, rows), ("K", k, cols))]
+        qkv.append(Mat(f"V_{j}", v, cols, kcols))
+        sec.add(Group(qkv) if len(rows) == len(cols) else qkv[0])
+        if len(rows) != len(cols):
+            sec.add(Group(qkv[1:]))
+        mats = [Mat(f"S_{j}", sc, rows, cols)]
+        masked = np.where(keep, sc, -np.inf) if causal else sc  # (Lq, Lk)
+        if causal:
+            mats.append(Mat(rf"S_{{{j},\text{{masked}}}}", masked, rows, cols, kind="mask"))
+        sec.add(Group([*mats, Mat(f"A_{j}", a, rows, cols, kind="prob")]))
+        sec.add(Mat(f"O_{j}", o, rows, kcols))
+        proofs = [
+            (rf"Q_{j} = {q_name} W_{{Q_{j}}}", q, rec["Q"]),
+            (rf"K_{j} = {kv_name} W_{{K_{j}}}", k, rec["K"]),
+            (rf"V_{j} = {kv_name} W_{{V_{j}}}", v, rec["V"]),
+            (rf"S_{j} = Q_{j} K_{j}^\top / \sqrt{{d_k}}", sc, rec["scores"]),
+            *([(rf"S_{j} + M", masked, rec["scores_masked"])] if causal else []),
+            (rf"A_{j} = \operatorname{{softmax}}(S_{j})", a, rec["weights"]),
+            (rf"O_{j} = A_{j} V_{j}", o, rec["O"]),
+        ]
+        sec.add(*(st.prove(f"{where}, head {j}", w, h, arr(m)[0, i]) for w, h, m in proofs))
+        heads.append(o)
+        weights.append(a)
+    concat = np.concatenate(heads, axis=1)  # (Lq, H K)
+    m = concat @ wo  # (Lq, D)
+    hk = [str(j) for j in range(H * K)]
+    cat = r"\operatorname{Concat}(O_1..O_h)"
+    sec.add(
+        Para(st.t("concat")),
+        Group([Mat(cat, concat, rows, hk), Mat(wo_name, wo, hk, dcols)]),
+        Mat(m_name, m, rows, dcols),
+        st.prove(where, cat, concat, arr(rec["concat"])[0]),
+        st.prove(where, m_name + rf" = {cat}\, W^O", m, arr(rec["M"])[0]),
+    )
+    return weights, concat, m
+
+
+def add_norm(st: Steps, sec: Section, where: str, norm: Any, x, sub, r_model, h_model, rows, s):
+    """R = x + sub, then LN(R) = gamma (R - mu) / sqrt(sigma^2 + eps) + beta, row by row.  3.1."""
+    r_name, sum_tex, h_name = s.tex
+    gamma, beta = arr(norm.weight), arr(norm.bias)
+    r = x + sub  # (L, D)
+    h, c = ref.layer_norm_forward(r, gamma, beta, st.eps)  # (L, D)
+    cols = [str(j) for j in range(st.d)]
+    sec.add(Mat(r_name, r, rows, cols))
+    if r_model is not None:
+        sec.add(st.prove(where, f"{r_name} = {sum_tex}", r, r_model))
+    sec.add(
+        Group(
+            [
+                Mat(r"\mu", c["mu"], rows, ["μ"]),
+                Mat(r"\sigma^2", c["var"], rows, ["σ²"]),
+                Mat(r"\hat{x} = (x - \mu)/\sqrt{\sigma^2 + \epsilon}", c["xhat"], rows, cols),
+            ]
+        ),
+        Group([Mat(r"\gamma", gamma, None, cols), Mat(r"\beta", beta, None, cols)]),
+        Mat(h_name, h, rows, cols),
+        st.prove(where, rf"{h_name} = \operatorname{{LN}}({r_name})", h, h_model),
+    )
+
+
+def ffn(st: Steps, sec: Section, where: str, mod: Any, rec: dict, x, f_model, rows, s) -> None:
+    """F = ReLU(x W_1 + b_1) W_2 + b_2, position by position.  Section 3.3, Eq. (2)."""
+    x_name, f_name = s.tex
+    w1, b1, w2, b2 = (arr(p) for p in (mod.w_1, mod.b_1, mod.w_2, mod.b_2))
+    f, c = ref.ffn_forward(x, w1, b1, w2, b2)  # (L, D)
+    hidden = c["hidden"]  # (L, F)
+    dcols, fcols = [str(j) for j in range(st.d)], [str(j) for j in range(w1.shape[1])]
+    relu = rf"\operatorname{{ReLU}}({x_name} W_1 + b_1)"
+    zeros = int((hidden == 0).sum())
+    sec.add(
+        Para(st.t("ffn.text", d=st.d, dff=w1.shape[1], z=zeros, nh=hidden.size)),
+        Mat("W_1", w1, dcols, fcols),
+        Mat("b_1", b1, None, fcols),
+        Group([Mat("W_2", w2, fcols, dcols), Mat("b_2", b2, None, dcols)]),
+        Mat(relu, hidden, rows, fcols),
+        Mat(f_name, f, rows, dcols),
+        st.prove(where, relu, hidden, arr(rec["hidden"])[0]),
+        st.prove(where, rf"{f_name} = \operatorname{{ReLU}}(\cdot) W_2 + b_2", f, f_model),
+    )
+
+
+def stack(st: Steps, side: str) -> list[Section]:
+    """Every step of every layer of one side ("encoder" or "decoder"), in the note's order."""
     ex, tr = st.ex, st.tr
-    rows, n = ex.src_words, len(st.model.encoder)
+    enc = side == "encoder"
+    table, layers = (ENCODER, st.model.encoder) if enc else (DECODER, st.model.decoder)
+    rows = ex.src_words if enc else ex.tgt_in_words
     out = []
-    for li, layer in enumerate(st.model.encoder):
-        rec = tr.encoder[li]
-        x = arr(rec["X"])[0]  # (S, D)
-        s2 = Section(st.sid(2, li), st.title(2, li, n))
-        s2.add(
-            Para(st.t("s2.text")),
-            Formula(
-                r"Q_i = X W_{Q_i} \in \mathbb{R}^{n \times d_k},\quad "
-                r"K_i = X W_{K_i} \in \mathbb{R}^{n \times d_k},\quad "
-                r"V_i = X W_{V_i} \in \mathbb{R}^{n \times d_v}"
-            ),
-            Formula(
-                r"O_i = \operatorname{softmax}\left(\frac{Q_i K_i^\top}{\sqrt{d_k}}\right)"
-                r" V_i,\qquad M_E = \operatorname{Concat}(O_1, \ldots, O_h)\, W^O"
-            ),
-        )
-        names = {"w": "", "q": "X", "kv": "X", "M": "M_E"}
-        _weights, concat, m = st.attention(
-            s2,
-            f"step 2 (layer {li + 1})",
-            layer.self_attn,
-            rec["attn"],
-            x,
-            x,
-            rows,
-            rows,
-            False,
-            names,
-        )
-        if li == 0:
-            s2.add(differences.scale_aside(st, x, layer.self_attn, rows))
-            s2.add(differences.wo_aside(st, x, concat, m, rows))
-        m = arr(rec["M_E"])[0]  # each step starts from the model's own previous values
-        s3 = Section(st.sid(3, li), st.title(3, li, n))
-        s3.add(
-            Formula(
-                r"H_E^{(1)} = \operatorname{LayerNorm}(X_E + \operatorname{Dropout}(M_E)),"
-                r"\qquad R_E = X_E + M_E"
-            ),
-            Formula(
-                r"\operatorname{LN}(x) = \gamma \odot \frac{x - \mu}{\sqrt{\sigma^2 + "
-                r"\epsilon}} + \beta,\quad \mu = \frac{1}{d}\sum_j x_j,\quad "
-                r"\sigma^2 = \frac{1}{d}\sum_j (x_j - \mu)^2"
-            ),
-            Para(st.t("s3.text", eps=f"{st.eps:g}")),
-        )
-        st.add_norm(
-            s3,
-            f"step 3 (layer {li + 1})",
-            layer.norm1,
-            x,
-            m,
-            arr(rec["R_E"])[0],
-            arr(rec["H_E"])[0],
-            rows,
-            ("R_E", "X_E + M_E", "H_E^{(1)}"),
-        )
-        if li == 0:
-            s3.add(differences.ln_aside(st, x + m, layer.norm1, rows))
-        s4 = Section(st.sid(4, li), st.title(4, li, n))
-        s4.add(
-            Formula(
-                r"F_E = \operatorname{FFN}(H_E^{(1)}) = \operatorname{ReLU}(H_E^{(1)} W_1"
-                r" + b_1)\, W_2 + b_2,\quad W_1 \in \mathbb{R}^{d_{\text{model}} \times "
-                r"d_{ff}},\ W_2 \in \mathbb{R}^{d_{ff} \times d_{\text{model}}}"
-            )
-        )
-        h = arr(rec["H_E"])[0]  # (S, D)
-        f = st.ffn(
-            s4,
-            f"step 4 (layer {li + 1})",
-            layer.ffn,
-            rec["ffn"],
-            h,
-            arr(rec["F_E"])[0],
-            rows,
-            "H_E^{(1)}",
-            "F_E",
-        )
-        f = arr(rec["F_E"])[0]  # (S, D)
-        s5 = Section(st.sid(5, li), st.title(5, li, n))
-        s5.add(
-            Formula(
-                r"Z_E = \operatorname{LayerNorm}(H_E^{(1)} + F_E) \in "
-                r"\mathbb{R}^{n \times d_{\text{model}}}"
-            ),
-            Para(st.t("s5.text", l=li + 1, n=n)),
-        )
-        st.add_norm(
-            s5,
-            f"step 5 (layer {li + 1})",
-            layer.norm2,
-            h,
-            f,
-            None,
-            arr(rec["Z_E"])[0],
-            rows,
-            ("H_E^{(1)} + F_E", "H_E^{(1)} + F_E", "Z_E"),
-        )
-        out += [s2, s3, s4, s5]
-    return out
+    for li, layer in enumerate(layers):
+        rec = (tr.encoder if enc else tr.decoder)[li]
 
+        def val(key: str, rec: dict = rec) -> np.ndarray:
+            return arr(rec[key] if key in rec else getattr(tr, key))[0]  # (L, D)
 
-def decoder(st: Steps) -> list[Section]:
-    """Steps 7-12 for every decoder layer: masked self-attention, cross-attention, FFN.  3.1."""
-    ex, tr = st.ex, st.tr
-    rows, src = ex.tgt_in_words, ex.src_words
-    z_e = arr(tr.Z_E)[0]  # (S, D)
-    n = len(st.model.decoder)
-    out = []
-    for li, layer in enumerate(st.model.decoder):
-        rec = tr.decoder[li]
-        x = arr(rec["X"])[0]  # (T, D)
-        w = f"(layer {li + 1})"
-        s7 = Section(st.sid(7, li), st.title(7, li, n))
-        s7.add(
-            Formula(
-                r"S = \frac{Q K^\top}{\sqrt{d_k}},\qquad S_{\text{masked}} = S + M,\qquad "
-                r"M_{ij} = \begin{cases} 0 & j \le i \\ -\infty & j > i \end{cases}"
-            ),
-            Formula(r"M_D^{\text{self}} = \operatorname{Concat}(O_1, \ldots, O_h)\, W^O"),
-            Para(st.t("s7.text")),
-        )
-        names = {"w": "", "q": "X_D", "kv": "X_D", "M": r"M_D^{\text{self}}"}
-        st.attention(
-            s7, f"step 7 {w}", layer.self_attn, rec["self_attn"], x, x, rows, rows, True, names
-        )
-        above = np.triu(np.ones((len(rows), len(rows))), 1) > 0
-        upper = arr(rec["self_attn"]["weights"])[0][:, above]  # (H, number above)
-        s7.add(
-            st.prove(
-                f"step 7 {w}",
-                r"A_i = 0 \text{ above the diagonal}",
-                np.zeros_like(upper),
-                upper,
-            )
-        )
-        s8 = Section(st.sid(8, li), st.title(8, li, n))
-        s8.add(Formula(r"H_D = \operatorname{LayerNorm}(X_D + M_D^{\text{self}})"))
-        h = st.add_norm(
-            s8,
-            f"step 8 {w}",
-            layer.norm1,
-            x,
-            arr(rec["M_D_self"])[0],
-            arr(rec["R_D_self"])[0],
-            arr(rec["H_D"])[0],
-            rows,
-            ("R_D", r"X_D + M_D^{\text{self}}", "H_D"),
-        )
-        h = arr(rec["H_D"])[0]  # (T, D): the model's own H_D feeds step 9
-        s9 = Section(st.sid(9, li), st.title(9, li, n))
-        s9.add(
-            Formula(
-                r"Q = H_D W_Q^{\text{cross}},\quad K = Z_E W_K^{\text{cross}},\quad "
-                r"V = Z_E W_V^{\text{cross}},\quad S = \frac{Q K^\top}{\sqrt{d_k}} "
-                r"\in \mathbb{R}^{n_D \times n_E}"
-            ),
-            Formula(
-                r"M_D^{\text{cross}} = \operatorname{Concat}(A_{D,1}^{\text{cross}}, \ldots,"
-                r" A_{D,h}^{\text{cross}})\, W^O"
-            ),
-            Para(st.t("s9.text")),
-        )
-        names = {"w": r"^{\text{cross}}", "q": "H_D", "kv": "Z_E", "M": r"M_D^{\text{cross}}"}
-        names["wo"] = r"W^{O,\text{cross}}"
-        cross, _, m_cross = st.attention(
-            s9,
-            f"step 9 {w}",
-            layer.cross_attn,
-            rec["cross_attn"],
-            h,
-            z_e,
-            rows,
-            src,
-            False,
-            names,
-        )
-        m_cross = arr(rec["M_D_cross"])[0]  # (T, D)
-        st.facts.setdefault("cross", cross)
-        s10 = Section(st.sid(10, li), st.title(10, li, n))
-        s10.add(
-            Formula(r"H_D^{(2)} = \operatorname{LayerNorm}(H_D + M_D^{\text{cross}})"),
-            Para(st.t("s10.text")),
-        )
-        h2 = st.add_norm(
-            s10,
-            f"step 10 {w}",
-            layer.norm2,
-            h,
-            m_cross,
-            arr(rec["R_D_cross"])[0],
-            arr(rec["H_D_cross"])[0],
-            rows,
-            ("R_D^{(2)}", r"H_D + M_D^{\text{cross}}", "H_D^{(2)}"),
-        )
-        h2 = arr(rec["H_D_cross"])[0]  # (T, D)
-        s11 = Section(st.sid(11, li), st.title(11, li, n))
-        s11.add(Formula(r"F_D = \operatorname{ReLU}(H_D^{(2)} W_1 + b_1)\, W_2 + b_2"))
-        f = st.ffn(
-            s11,
-            f"step 11 {w}",
-            layer.ffn,
-            rec["ffn"],
-            h2,
-            arr(rec["F_D"])[0],
-            rows,
-            "H_D^{(2)}",
-            "F_D",
-        )
-        f = arr(rec["F_D"])[0]  # (T, D)
-        s12 = Section(st.sid(12, li), st.title(12, li, n))
-        s12.add(
-            Formula(
-                r"Z_D = \operatorname{LayerNorm}(H_D^{(2)} + F_D) \in "
-                r"\mathbb{R}^{n_D \times d_{\text{model}}}"
-            ),
-            Para(st.t("s12.text", l=li + 1, n=n)),
-        )
-        st.add_norm(
-            s12,
-            f"step 12 {w}",
-            layer.norm3,
-            h2,
-            f,
-            None,
-            arr(rec["Z_D"])[0],
-            rows,
-            ("H_D^{(2)} + F_D", "H_D^{(2)} + F_D", "Z_D"),
-        )
-        out += [s7, s8, s9, s10, s11, s12]
+        for s in table:
+            sec = Section(st.sid(s.step, li), st.title(s.step, li, len(layers)))
+            where = f"step {s.step} (layer {li + 1})"
+            blocks: list[Any] = [Formula(f) for f in FORMULAS[s.step]]
+            if s.text:
+                para = Para(st.t(s.text, eps=f"{st.eps:g}", l=li + 1, n=len(layers)))
+                blocks = [para, *blocks] if s.first else [*blocks, para]
+            sec.add(*blocks)
+            mod, keys = getattr(layer, s.module), s.keys.split()
+            if s.kind == "attn":
+                x, kv = val(keys[1]), val(keys[2])  # (T or S, D)
+                cols = ex.src_words if keys[2] == "Z_E" else rows
+                a, concat, m = attention(st, sec, where, mod, rec[keys[0]], x, kv, rows, cols, s)
+                if s.step == 2 and li == 0:
+                    sec.add(differences.scale_aside(st, x, mod, rows))
+                    sec.add(differences.wo_aside(st, x, concat, m, rows))
+                if s.step == 7:
+                    above = ~np.tri(len(rows), dtype=bool)  # (T, T)
+                    upper = arr(rec["self_attn"]["weights"])[0][:, above]  # (H, T (T - 1) / 2)
+                    what = r"A_i = 0 \text{ above the diagonal}"
+                    sec.add(st.prove(where, what, np.zeros_like(upper), upper))
+                if s.step == 9:
+                    st.facts.setdefault("cross", a)
+            elif s.kind == "norm":
+                x, sub, r_key, out_key = keys
+                r_model = val(r_key) if r_key != "-" else None
+                add_norm(st, sec, where, mod, val(x), val(sub), r_model, val(out_key), rows, s)
+                if s.step == 3 and li == 0:
+                    sec.add(differences.ln_aside(st, val(x) + val(sub), mod, rows))
+            else:
+                ffn(st, sec, where, mod, rec[keys[0]], val(keys[1]), val(keys[2]), rows, s)
+            out.append(sec)
     return out

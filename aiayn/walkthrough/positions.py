@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from aiayn import reference as ref
+from aiayn.reference.model import encoder_layer_forward
 from aiayn.walkthrough.doc import Figure, Formula, Group, Mat, Para, Section, Table
 
 if TYPE_CHECKING:
@@ -41,45 +42,35 @@ def rotation(k: int, d_model: int) -> np.ndarray:
     return r
 
 
+_D = r"d_{\text{model}}"
+
+
 def section(st: Steps) -> Section:
     d, model = st.d, st.model
     sec = Section("positions", st.t("pos.title"))
     # Without positions, attention cannot see order: permuting the words permutes the outputs.
-    params = ref.params_from_torch(model)
-    cfg = model.config
+    params, cfg = ref.params_from_torch(model), model.config
     ids = st.ex.src.numpy()  # (1, S)
     n = ids.shape[1]
     perm = np.roll(np.arange(n), 1)
     x = params["embedding"][ids] * math.sqrt(d)  # (1, S, D): no PE
-    keep = np.ones((1, 1, 1, n), dtype=bool)
-    from aiayn.reference.model import encoder_layer_forward
-
-    z, _ = encoder_layer_forward(params, 0, cfg, x, keep)  # (1, S, D)
-    z_perm, _ = encoder_layer_forward(params, 0, cfg, x[:, perm], keep)  # (1, S, D)
     pe = ref.positions(n, d)  # (S, D)
-    zp, _ = encoder_layer_forward(params, 0, cfg, x + pe, keep)
-    zp_perm, _ = encoder_layer_forward(params, 0, cfg, x[:, perm] + pe, keep)
-    moved = float(np.abs(zp_perm - zp[:, perm]).max())
+    keep = np.ones((1, 1, 1, n), dtype=bool)
+
+    def enc(x: np.ndarray) -> np.ndarray:
+        return encoder_layer_forward(params, 0, cfg, x, keep)[0]  # (1, S, D)
+
+    moved = float(np.abs(enc(x[:, perm] + pe) - enc(x + pe)[:, perm]).max())
+    what = r"\text{Enc}(\pi X) = \pi\, \text{Enc}(X)\ \text{without PE}"
     sec.add(
         Para(st.t("pos.order", moved=f"{moved:.3f}")),
-        st.prover.check(
-            "positions",
-            r"\text{Enc}(\pi X) = \pi\, \text{Enc}(X)\ \text{without PE}",
-            z_perm,
-            z[:, perm],
-        ),
+        st.prover.check("positions", what, enc(x[:, perm]), enc(x)[:, perm]),
     )
     # The wavelengths.
     w = frequencies(d)
     rows = [
-        [
-            str(i),
-            f"{2 * i}, {2 * i + 1}",
-            f"{w[i]:.6g}",
-            f"{2 * math.pi / w[i]:.4g}",
-            f"{1 / w[i]:.4g}",
-        ]
-        for i in range(d // 2)
+        [str(i), f"{2 * i}, {2 * i + 1}", f"{f:.6g}", f"{2 * math.pi / f:.4g}", f"{1 / f:.4g}"]
+        for i, f in enumerate(w)
     ]
     last512 = 10000 ** (510 / 512)
     sec.add(
@@ -121,7 +112,7 @@ def section(st: Steps) -> Section:
         st.prover.check("positions", r"PE(p + k) = R_k\, PE(p),\ p < 36,\ k = 1..4", worst, 0.0),
     )
     # Consequences: constant norm; the dot product depends only on the distance.
-    norms = (model_pe**2).sum(axis=1)  # (40,)
+    norms, norm = (model_pe**2).sum(axis=1), r"\lVert PE(p)\rVert^2"  # (40,)
     dots = []
     for k in range(5):
         theory = float(np.cos(w * k).sum())
@@ -134,12 +125,7 @@ def section(st: Steps) -> Section:
             r"\lVert PE(p)\rVert^2 = \frac{d_{\text{model}}}{2},\qquad PE(p) \cdot "
             r"PE(p + k) = \sum_i \cos(\omega_i k)"
         ),
-        st.prover.check(
-            "positions",
-            r"\lVert PE(p)\rVert^2 = d_{\text{model}} / 2",
-            norms,
-            np.full_like(norms, d / 2),
-        ),
+        st.prover.check("positions", rf"{norm} = {_D} / 2", norms, np.full_like(norms, d / 2)),
         Table([st.t(f"pos.dcol{j}") for j in range(3)], dots),
     )
     return sec

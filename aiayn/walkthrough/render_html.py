@@ -46,11 +46,12 @@ section { background: #fff; border: 1px solid var(--line); border-radius: 8px; m
   padding: 6px 24px 18px; }
 section h2 { font-size: 20px; margin: 14px 0 8px; }
 p { max-width: 880px; margin: 8px 0; }
-.formula { margin: 10px 0 12px 12px; font-size: 17px; overflow-x: auto; }
-.formula math { display: block; text-align: left; }
+.formula { margin: 6px 0 8px 12px; padding: 6px 0; font-size: 17px; display: flex;
+  flex-wrap: wrap; align-items: center; gap: 4px 2.2em; }
+.formula math { display: block; text-align: left; max-width: 100%; }
 .group { display: flex; flex-wrap: wrap; gap: 6px 26px; align-items: flex-start; }
 figure { margin: 10px 0; }
-figure.mat figcaption { font-size: 14px; margin-bottom: 3px; }
+figure.mat figcaption { font-size: 14px; margin-bottom: 3px; padding: 3px 0; }
 .shape { color: var(--muted); font-size: 12px; margin-left: 6px; }
 table.heat { border-collapse: collapse; font: 12px/1.2 ui-monospace, "DejaVu Sans Mono",
   monospace; }
@@ -61,7 +62,7 @@ table.data { border-collapse: collapse; font-size: 13px; margin: 10px 0; }
 table.data th, table.data td { border-bottom: 1px solid var(--line); padding: 4px 10px;
   text-align: left; vertical-align: top; }
 table.data th { background: #f3f5f8; }
-.check { font-size: 13px; color: #17603a; margin: 2px 0 2px 4px; }
+.check { font-size: 13px; color: #17603a; margin: 2px 0 2px 4px; padding: 3px 0; }
 .check .diff { color: var(--muted); margin-left: 10px; font-family: ui-monospace, monospace; }
 aside { border-left: 4px solid #d9a43a; background: #fdf8ec; padding: 4px 18px 10px;
   margin: 16px 0; border-radius: 0 6px 6px 0; }
@@ -78,6 +79,29 @@ def tex(tex_src: str, display: bool = False) -> str:
     tex_src = tex_src.replace(r"\begin{pmatrix}", r"\left(\begin{matrix}")  # stretchy fences
     tex_src = tex_src.replace(r"\end{pmatrix}", r"\end{matrix}\right)")
     return convert(tex_src, display="block" if display else "inline")
+
+
+def pieces(tex_src: str) -> list[str]:
+    r"""A display formula cut at its top-level \quad and \qquad, so a narrow page can wrap it.
+
+    MathML has no line breaking in browsers: each piece becomes its own <math>, and the
+    pieces wrap like words. Spaces inside braces, \left..\right and environments stay.
+
+    >>> pieces(r"a = 1,\quad b = \frac{1}{2} \qquad \left(x \quad y\right)")
+    ['a = 1,', 'b = \\frac{1}{2}', '\\left(x \\quad y\\right)']
+    """
+    out, depth, start = [], 0, 0
+    for m in re.finditer(r"\\(?:qquad|quad|left|right|begin|end)\b|[{}]", tex_src):
+        tok = m.group()
+        if tok in ("{", r"\left", r"\begin"):
+            depth += 1
+        elif tok in ("}", r"\right", r"\end"):
+            depth -= 1
+        elif depth == 0:
+            out.append(tex_src[start : m.start()])
+            start = m.end()
+    out.append(tex_src[start:])
+    return [p.strip() for p in out if p.strip()]
 
 
 def prose(text: str) -> str:
@@ -171,7 +195,8 @@ def block(b: Any, decimals: int) -> str:
     if isinstance(b, Para):
         return f"<p>{prose(b.text)}</p>"
     if isinstance(b, Formula):
-        return f'<div class="formula">{tex(b.tex, display=True)}</div>'
+        maths = "".join(tex(p, display=True) for p in pieces(b.tex))
+        return f'<div class="formula">{maths}</div>'
     if isinstance(b, Mat):
         return matrix(b, decimals)
     if isinstance(b, Group):

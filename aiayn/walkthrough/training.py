@@ -15,7 +15,8 @@ import torch
 from torch import Tensor
 
 from aiayn import reference as ref
-from aiayn.walkthrough.differences import noam_lr
+from aiayn.loss import label_smoothed_loss
+from aiayn.train.schedule import noam_lr
 from aiayn.walkthrough.doc import Aside, Check, Formula, Group, Mat, Para, Section, Table
 
 if TYPE_CHECKING:
@@ -25,25 +26,9 @@ BETAS, ADAM_EPS = (0.9, 0.98), 1e-9  # 5.3
 
 
 def smoothed_loss(logits: Tensor, target: Tensor, eps: float, pad_id: int) -> Tensor:
-    """mean over non-pad t of -sum_v q_tv log p_tv, q = 1-eps on y_t, eps/(V-1) else.  5.4.
-
-    The convention of ``aiayn.reference`` and of the training loss, in float64 autograd.
-    Shapes: logits (B, T, V), target (B, T).
-    """
-    V = logits.size(-1)
-    logp = logits.log_softmax(dim=-1)  # (B, T, V)
-    q = torch.full_like(logp, eps / (V - 1)).scatter(-1, target[..., None], 1.0 - eps)
-    keep = target != pad_id  # (B, T)
-    return (-(q * logp).sum(dim=-1) * keep).sum() / keep.sum()
-
-
-def _losses(p: np.ndarray, y: list[int], eps: float) -> tuple[np.ndarray, np.ndarray]:
-    """Rows of -log p(y_t) and of the smoothed loss, by hand."""
-    V = p.shape[1]
-    plain = np.array([-math.log(p[t, v]) for t, v in enumerate(y)])  # (T,)
-    q = np.full(p.shape, eps / (V - 1))  # (T, V)
-    q[np.arange(len(y)), y] = 1.0 - eps
-    return plain, -(q * np.log(p)).sum(axis=1)
+    """The training loss (``aiayn.loss``) as a mean over the non-pad tokens.  5.4."""
+    total, _, n = label_smoothed_loss(logits, target, eps, pad_id)
+    return total / n
 
 
 def loss_section(st: Steps) -> Section:
@@ -51,40 +36,22 @@ def loss_section(st: Steps) -> Section:
     ex, cfg = st.ex, st.ex.cfg
     p, logits = st.facts["p"], st.facts["logits"]  # (T, V)
     y = [ex.vocab.index(w) for w in ex.tgt_out_words]
-    eps = cfg.label_smoothing
-    plain, smooth = _losses(p, y, eps)
-    best = p.argmax(axis=1)
+    eps, pad, target = cfg.label_smoothing, st.model.config.pad_id, ex.tgt_out  # (1, T)
+    plain, smooth = (  # (T,) each: the twin's loss per position, without and with smoothing
+        ref.label_smoothed_forward(logits[None], target.numpy(), e, pad)[1]["rows"][0]
+        for e in (0.0, eps)
+    )
+    best = p.argmax(axis=1)  # (T,)
+    note_mean = float(-np.log(p.max(axis=1)).mean())
     rows = []
     for t, w in enumerate(ex.tgt_in_words):
         b = int(best[t])
-        rows.append(
-            [
-                str(t),
-                w,
-                ex.tgt_out_words[t],
-                f"{p[t, y[t]]:.3f}",
-                f"{plain[t]:.3f}",
-                f"{smooth[t]:.3f}",
-                ex.vocab[b],
-                f"{p[t, b]:.3f}",
-                f"{-math.log(p[t, b]):.3f}",
-            ]
-        )
-    note_mean = float(-np.log(p.max(axis=1)).mean())
-    rows.append(
-        [
-            "",
-            st.t("loss.mean"),
-            "",
-            "",
-            f"{plain.mean():.3f}",
-            f"{smooth.mean():.3f}",
-            "",
-            "",
-            f"{note_mean:.3f}",
-        ]
-    )
+        f3 = [f"{x:.3f}" for x in (p[t, y[t]], plain[t], smooth[t], p[t, b], -math.log(p[t, b]))]
+        rows.append([str(t), w, ex.tgt_out_words[t], *f3[:3], ex.vocab[b], *f3[3:]])
+    means = (f"{plain.mean():.3f}", f"{smooth.mean():.3f}", "", "", f"{note_mean:.3f}")
+    rows.append(["", st.t("loss.mean"), "", "", *means])
     sec = Section("loss", st.t("loss.title"))
+    logits_t = torch.from_numpy(logits)  # (T, V)
     sec.add(
         Formula(
             r"\mathcal{L}_t = -\log p(y_t),\qquad \bar{\mathcal{L}} = \frac{1}{n_D}"
@@ -97,35 +64,26 @@ def loss_section(st: Steps) -> Section:
         ),
         Para(st.t("loss.text", eps=f"{eps:g}", n=len(y))),
         Table([st.t(f"loss.col{i}") for i in range(9)], rows),
-    )
-    target = ex.tgt_out  # (1, T)
-    model_logits = torch.from_numpy(logits)[None]  # (1, T, V)
-    torch_plain = torch.nn.functional.cross_entropy(model_logits[0], target[0])
-    twin, _ = ref.label_smoothed_forward(logits[None], target.numpy(), eps, st.model.config.pad_id)
-    sec.add(
         st.prover.check(
-            "loss", r"\bar{\mathcal{L}} = \text{cross-entropy}(L, y)", plain.mean(), torch_plain
+            "loss",
+            r"\bar{\mathcal{L}} = \text{cross-entropy}(L, y)",
+            plain.mean(),
+            torch.nn.functional.cross_entropy(logits_t, target[0]),
         ),
         st.prover.check(
-            "loss", r"\bar{\mathcal{L}}^{\text{ls}} = \text{twin's loss}", smooth.mean(), twin
+            "loss",
+            r"\bar{\mathcal{L}}^{\text{ls}} = \text{the training loss}",
+            smooth.mean(),
+            smoothed_loss(logits_t, target[0], eps, pad),
         ),
     )
     differ = [t for t in range(len(y)) if best[t] != y[t]]
     box = Aside(st.t("p.title"))
     if differ:
         t = differ[0]
-        box.blocks.append(
-            Para(
-                st.t(
-                    "p.text",
-                    note=f"{note_mean:.3f}",
-                    plain=f"{plain.mean():.3f}",
-                    t=t,
-                    w=ex.vocab[int(best[t])],
-                    y=ex.tgt_out_words[t],
-                )
-            )
-        )
+        what = {"t": t, "w": ex.vocab[best[t]], "y": ex.tgt_out_words[t]}
+        means = {"note": f"{note_mean:.3f}", "plain": f"{plain.mean():.3f}"}
+        box.blocks.append(Para(st.t("p.text", **what, **means)))
     else:
         box.blocks.append(Para(st.t("p.same", note=f"{note_mean:.3f}")))
     box.blocks.append(Para(st.t("p.why")))
@@ -134,34 +92,16 @@ def loss_section(st: Steps) -> Section:
     return sec
 
 
-def _groups(name: str) -> list[tuple[str, str]]:
-    """A parameter's name -> [(display name, how to slice)] in the note's symbols."""
-    if name == "embedding":
-        return [("E", "all")]
-    leaf = name.rsplit(".", 1)[1]
-    if leaf == "w_qkv":
-        return [("W^Q", "q"), ("W^K", "k"), ("W^V", "v")]
-    return [
-        (
-            {
-                "w_o": "W^O",
-                "w_1": "W_1",
-                "b_1": "b_1",
-                "w_2": "W_2",
-                "b_2": "b_2",
-                "weight": r"\gamma",
-                "bias": r"\beta",
-            }[leaf],
-            "all",
-        )
-    ]
+_NAMES = {"w_o": "W^O", "w_1": "W_1", "b_1": "b_1", "w_2": "W_2", "b_2": "b_2"}
+_NAMES.update(weight=r"\gamma", bias=r"\beta", embedding="E")
 
 
-def _part(g: np.ndarray, how: str, hk: int) -> np.ndarray:
-    if how == "all":
-        return g
-    lo = {"q": 0, "k": hk, "v": 2 * hk}[how]
-    return g[:, lo : lo + hk] if how != "v" else g[:, lo:]
+def _parts(name: str, g: np.ndarray, hk: int) -> list[tuple[str, np.ndarray]]:
+    """A parameter's gradient -> [(its name in the note's symbols, the part)]: w_qkv in three."""
+    leaf = name.rsplit(".", 1)[-1]
+    if leaf != "w_qkv":
+        return [(_NAMES[leaf], g)]
+    return [("W^Q", g[:, :hk]), ("W^K", g[:, hk : 2 * hk]), ("W^V", g[:, 2 * hk :])]
 
 
 def _where(name: str, t: Any) -> str:
@@ -186,9 +126,9 @@ def backward_section(st: Steps) -> Section:
     twin_loss, c_loss = ref.label_smoothed_forward(
         logits, ex.tgt_out.numpy(), cfg.label_smoothing, pad
     )
-    grads = ref.backward(ref.label_smoothed_backward(c_loss), cache)
+    d_logits = ref.label_smoothed_backward(c_loss)  # (1, T, V)
+    grads = ref.backward(d_logits, cache)
     sec = Section("backward", st.t("backward.title"))
-    d_logits = ref.label_smoothed_backward(c_loss)[0]  # (T, V)
     sec.add(
         Para(st.t("backward.text")),
         Formula(
@@ -202,11 +142,10 @@ def backward_section(st: Steps) -> Section:
             r"dx = \frac{d\hat{x} - \operatorname{mean}(d\hat{x}) - \hat{x} \odot "
             r"\operatorname{mean}(d\hat{x} \odot \hat{x})}{\sqrt{\sigma^2 + \epsilon}}"
         ),
-        Mat(r"\partial \bar{\mathcal{L}} / \partial L", d_logits, ex.tgt_in_words, ex.vocab),
+        Mat(r"\partial \bar{\mathcal{L}} / \partial L", d_logits[0], ex.tgt_in_words, ex.vocab),
         st.prover.check(
             "backward",
-            r"\bar{\mathcal{L}}^{\text{ls}}\ \text{(twin)} = "
-            r"\text{(PyTorch)}",
+            r"\bar{\mathcal{L}}^{\text{ls}}\ \text{(twin)} = \text{(PyTorch)}",
             twin_loss,
             loss,
         ),
@@ -222,26 +161,16 @@ def backward_section(st: Steps) -> Section:
         mats, checks = [], []
         for name, param in members:
             g_auto = param.grad.detach().double().numpy()
-            for disp, how in _groups(name):
-                g = _part(g_auto, how, hk)
-                rows = ex.vocab if name == "embedding" else None
-                if g.ndim == 2 and rows is None:
-                    rows = [str(j) for j in range(g.shape[0])]
+            for disp, g in _parts(name, g_auto, hk):
+                rows = ex.vocab if name == "embedding" else [str(j) for j in range(len(g))]
                 cols = [str(j) for j in range(g.shape[-1])]
-                mats.append(Mat(rf"\partial {disp}", g, rows, cols))
+                mats.append(Mat(rf"\partial {disp}", g, rows if g.ndim == 2 else None, cols))
+                shown = disp.replace(r"\gamma", "γ").replace(r"\beta", "β")
                 summary.append(
-                    [here, _plain(disp), "×".join(map(str, g.shape)), f"{np.linalg.norm(g):.4f}"]
+                    [here, shown, "×".join(map(str, g.shape)), f"{np.linalg.norm(g):.4f}"]
                 )
-            checks.append(
-                st.prover.check(
-                    f"backward: {name}",
-                    rf"\partial\ \texttt{{{name}}}:"
-                    r"\ \text{twin} = \text{autograd}",
-                    grads[name],
-                    g_auto,
-                    tol=1e-8,
-                )
-            )
+            what = rf"\partial\ \texttt{{{name}}}:\ \text{{twin}} = \text{{autograd}}"
+            checks.append(st.prover.check(f"backward: {name}", what, grads[name], g_auto, tol=1e-8))
         sec.add(Para(st.t("grad.E") if module == "embedding" else here))
         sec.add(mats[0] if len(mats) == 1 else Group(mats), *checks)
     sec.add(Table([st.t(f"grad.col{i}") for i in range(4)], summary))
@@ -251,8 +180,14 @@ def backward_section(st: Steps) -> Section:
     return sec
 
 
-def _plain(tex: str) -> str:
-    return tex.replace(r"\gamma", "γ").replace(r"\beta", "β")
+def _step(theta: Tensor, g: Tensor, lr: float, optimizer: str) -> Tensor:
+    """theta - lr m_hat / (sqrt(v_hat) + eps) at Adam's first step (5.3), or theta - lr g."""
+    if optimizer != "adam":
+        return theta - lr * g
+    m = (1 - BETAS[0]) * g  # m_1 = beta1 m_0 + (1 - beta1) g, m_0 = 0
+    v = (1 - BETAS[1]) * g * g  # v_1 = beta2 v_0 + (1 - beta2) g^2
+    m_hat, v_hat = m / (1 - BETAS[0]), v / (1 - BETAS[1])  # bias correction, t = 1
+    return theta - lr * m_hat / (v_hat.sqrt() + ADAM_EPS)
 
 
 def update_section(st: Steps) -> Section:
@@ -262,39 +197,16 @@ def update_section(st: Steps) -> Section:
     lr = cfg.lr if cfg.lr is not None else noam_lr(cfg.lr_step, d, cfg.warmup)
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
     grads = {n: p.grad.detach().clone() for n, p in model.named_parameters()}
-    hand = {}
-    for n, theta in before.items():
-        g = grads[n]
-        if cfg.optimizer == "adam":
-            m = (1 - BETAS[0]) * g  # m_1 = beta1 m_0 + (1 - beta1) g, m_0 = 0
-            v = (1 - BETAS[1]) * g * g  # v_1 = beta2 v_0 + (1 - beta2) g^2
-            m_hat, v_hat = m / (1 - BETAS[0]), v / (1 - BETAS[1])  # bias correction, t = 1
-            hand[n] = theta - lr * m_hat / (v_hat.sqrt() + ADAM_EPS)
-        else:
-            hand[n] = theta - lr * g
+    hand = {n: _step(theta, grads[n], lr, cfg.optimizer) for n, theta in before.items()}
     if cfg.optimizer == "adam":
-        opt: torch.optim.Optimizer = torch.optim.Adam(
-            model.parameters(), lr=lr, betas=BETAS, eps=ADAM_EPS
-        )
+        torch.optim.Adam(model.parameters(), lr=lr, betas=BETAS, eps=ADAM_EPS).step()
     else:
-        opt = torch.optim.SGD(model.parameters(), lr=lr)
-    opt.step()
+        torch.optim.SGD(model.parameters(), lr=lr).step()
     sec = Section("update", st.t("update.title"))
     lr1 = noam_lr(1, d, cfg.warmup)
-    which = (
-        st.t("update.lr_given") if cfg.lr is not None else st.t("update.lr_step", step=cfg.lr_step)
-    )
-    sec.add(
-        Para(
-            st.t(
-                f"update.{cfg.optimizer}",
-                lr=f"{lr:.4g}",
-                lr1=f"{lr1:.3g}",
-                which=which,
-                warmup=cfg.warmup,
-            )
-        )
-    )
+    which = st.t("update.lr_given" if cfg.lr is not None else "update.lr_step", step=cfg.lr_step)
+    what = {"lr": f"{lr:.4g}", "lr1": f"{lr1:.3g}", "which": which, "warmup": cfg.warmup}
+    sec.add(Para(st.t(f"update.{cfg.optimizer}", **what)))
     if cfg.optimizer == "adam":
         sec.add(
             Formula(
@@ -326,16 +238,8 @@ def update_section(st: Steps) -> Section:
         for t, v in enumerate(y)
     ]
     sec.add(Table([st.t(f"update.col{i}") for i in range(4)], rows))
-    sec.add(
-        Para(
-            st.t(
-                "update.result",
-                before=f"{st.facts['loss']:.4f}",
-                after=f"{after:.4f}",
-                pb=f"{st.facts['plain'].mean():.4f}",
-                pa=f"{plain_after:.4f}",
-            )
-        )
-    )
+    losses = (st.facts["loss"], after, st.facts["plain"].mean(), plain_after)
+    what = dict(zip(("before", "after", "pb", "pa"), (f"{x:.4f}" for x in losses), strict=True))
+    sec.add(Para(st.t("update.result", **what)))
     st.facts.update(loss_after=after)
     return sec
