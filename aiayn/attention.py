@@ -162,6 +162,13 @@ class MultiHeadAttention(nn.Module):
     def w_v(self) -> Tensor:
         return self.w_qkv.split(self.sizes, dim=1)[2]
 
+    def _bias(self, i: int) -> Tensor | None:  # b^Q, b^K, b^V (EXTENSION), views of b_qkv
+        return None if self.b_qkv is None else self.b_qkv.split(self.sizes)[i]
+
+    b_q = property(lambda self: self._bias(0))
+    b_k = property(lambda self: self._bias(1))
+    b_v = property(lambda self: self._bias(2))
+
     def _project(self, x: Tensor, first: int, last: int) -> list[Tensor]:
         """[x W^Q | x W^K | x W^V][first:last] (+ b) in one matmul, split per head.
 

@@ -27,7 +27,7 @@ import torch
 from torch import Tensor
 
 from aiayn.config import DecodeConfig
-from aiayn.data.batch import BOS, EOS, PAD, SPECIAL_TOKENS
+from aiayn.data.specials import BOS, EOS, PAD, SPECIAL_TOKENS
 from aiayn.decode import Hypothesis, length_penalty, max_lengths
 from aiayn.errors import UserError
 from aiayn.evaluate import Perplexity

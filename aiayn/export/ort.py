@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from aiayn.config import DecodeConfig
-from aiayn.data.batch import EOS, PAD, collate
+from aiayn.data.specials import EOS, PAD, collate
 from aiayn.decode import Hypothesis, StepFn, max_lengths, search
 from aiayn.errors import UserError
 from aiayn.evaluate import Perplexity
