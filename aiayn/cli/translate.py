@@ -134,7 +134,7 @@ def format_nbest(index: int, results: list[tuple[str, Any]], nbest: int) -> list
 
 
 def run(args: argparse.Namespace) -> int:
-    from aiayn.checkpoint import atomic_write
+    from aiayn.storage import atomic_write
 
     translator = translator_from_args(args)
     nbest = translator.config.nbest
