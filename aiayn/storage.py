@@ -160,17 +160,22 @@ def write_text(path: str | Path, text: str) -> None:
 def append_text(path: str | Path, text: str) -> None:
     """Append to a log file; on a failed write the file is cut back to where it was."""
     path = Path(path)
-    with path.open("a", encoding="utf-8") as fh:
-        size = fh.tell()
+    data = text.encode("utf-8")
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    try:
+        size = os.fstat(fd).st_size
         try:
-            fh.write(text)
-            fh.flush()
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
         except OSError as e:
             with contextlib.suppress(OSError):
-                fh.truncate(size)
+                os.ftruncate(fd, size)
             if is_disk_full(e):
                 raise no_space(path) from None
             raise
+    finally:
+        os.close(fd)
 
 
 def fsync_tree(root: Path) -> None:
