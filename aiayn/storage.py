@@ -219,7 +219,7 @@ def atomic_directory(final: str | Path, replace: bool = False) -> Iterator[Path]
             done = True
         fsync_dir(final.parent)
     except Exception as e:
-        if is_disk_full(e):
+        if isinstance(e, DiskFull) or is_disk_full(e):  # a file inside: name the directory
             raise no_space(final) from None
         raise
     finally:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import random
 import signal
@@ -34,6 +35,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+log = logging.getLogger("faults")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -50,8 +52,8 @@ from aiayn.train import checkpoints as ckpt  # noqa: E402
 POINTS = (
     "checkpoint.model",  # model.safetensors written into the temporary directory
     "checkpoint.trainer",  # trainer.pt written too
-    "write.replace",  # the first file's temporary complete, not yet renamed
-    "write.replace@3",  # ... the third file's (meta.json)
+    "write.replace",  # config.json's temporary complete, not yet renamed (start-up)
+    "write.replace@3",  # ... the checkpoint's trainer.pt
     "manifest.write",  # every file there, the manifest not yet written
     "directory.rename",  # the directory complete and fsynced, not yet renamed into place
     "checkpoint.latest",  # the checkpoint in place, ``latest`` not yet updated
@@ -94,7 +96,8 @@ def newest_step(run: Path) -> int:
 def run_child(run: Path, fault: str | None, delay: float, wait_s: float = 10.0) -> str:
     """Fork a training of run; kill it after delay (no fault) or let it kill itself at fault.
 
-    Returns "killed", "exited" (0: the training ended) or "error N" (it failed).
+    Returns "killed", "timeout" (a fault that was not reached within wait_s: killed then),
+    "exited" (0: the training ended) or "error N" (it failed).
     """
     resume = ckpt.latest_checkpoint(run) is not None
     pid = os.fork()
@@ -120,8 +123,8 @@ def run_child(run: Path, fault: str | None, delay: float, wait_s: float = 10.0) 
             break
         if time.monotonic() >= deadline:
             os.kill(pid, signal.SIGKILL)
-            _, status = os.waitpid(pid, 0)
-            break
+            os.waitpid(pid, 0)
+            return "timeout" if fault else "killed"
         time.sleep(0.002)
     if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL:
         return "killed"
@@ -171,6 +174,12 @@ def check(run: Path, newest_before: int) -> dict[str, list[str]]:
 def run_trials(n: int, seed: int, workdir: Path, max_delay: float = 1.0) -> dict[str, Any]:
     """n kill trials on one run (the chosen points in turn with random kills between them)."""
     torch.set_num_threads(1)
+    # Warm up in this process (lazy imports, first backward, first save and load), so that
+    # the forked children start training at once instead of each paying for it again.
+    model, cfg, data = setup(max_steps=SAVE_EVERY)
+    train(model, cfg, data, workdir / "warm-up")
+    model, cfg, data = setup(max_steps=SAVE_EVERY + 1)
+    train(model, cfg, data, workdir / "warm-up", resume=True)
     rng = random.Random(seed)
     run = workdir / "run"
     counts: dict[str, Any] = {
@@ -188,7 +197,11 @@ def run_trials(n: int, seed: int, workdir: Path, max_delay: float = 1.0) -> dict
     for i in range(n):
         fault = POINTS[(i // 2) % len(POINTS)] if i % 2 == 1 else None
         before = newest_step(run) if run.is_dir() else -1
+        t0 = time.monotonic()
         outcome = run_child(run, fault, rng.uniform(0.05, max_delay))
+        log.info(
+            "trial %d (%s): %s after %.2f s", i, fault or "random", outcome, time.monotonic() - t0
+        )
         counts["trials"] += 1
         counts["at_points" if fault else "at_random"] += 1
         if outcome.startswith("error"):
@@ -196,6 +209,7 @@ def run_trials(n: int, seed: int, workdir: Path, max_delay: float = 1.0) -> dict
             counts["details"].append(f"trial {i} ({fault or 'random'}): training failed")
         elif outcome != "killed":
             counts["not_killed"] += 1
+            counts["details"].append(f"trial {i} ({fault or 'random'}): {outcome}")
         found = leftovers_before(run)
         counts["leftovers_removed"] += len(found)
         problems = check(run, before)
@@ -221,6 +235,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", type=Path, help="write the counts here")
     args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
     n = 12 if args.quick else args.trials
     with tempfile.TemporaryDirectory(prefix="aiayn-faults-") as tmp:
         counts = run_trials(n, args.seed, Path(tmp))

@@ -260,7 +260,7 @@ def test_latest_falls_back_when_the_pointer_is_broken(tmp_path: Path) -> None:
     train(small_model(), quick(max_steps=4, save_every_steps=2), copy_data(), run)
     (run / "checkpoints" / "latest").write_text("step_00000099\n")  # as if a rename was cut
     assert latest_checkpoint(run).name == "step_00000004"
-    # A half-written directory (no meta.json) is never taken for a checkpoint.
+    # A half-written directory (no manifest) is never taken for a checkpoint.
     (run / "checkpoints" / "step_00000005").mkdir()
     assert latest_checkpoint(run).name == "step_00000004"
 

@@ -161,7 +161,8 @@ def test_checkpoint_paths(tmp_path, tokenizer) -> None:
             write_manifest(d, {}, ["model.safetensors", "trainer.pt", "meta.json"])
     (run / "checkpoints" / "latest").write_text("step_00000100\n")
     first = run / "checkpoints" / "step_00000100" / "model.safetensors"
-    assert resolve_checkpoint(run) == first  # latest names step 100
+    # the newest complete checkpoint, even where `latest` lags behind (a kill before its update)
+    assert resolve_checkpoint(run) == first.parents[1] / "step_00000200/model.safetensors"
     assert resolve_checkpoint(run / "checkpoints" / "step_00000200") == first.parents[1] / (
         "step_00000200/model.safetensors"
     )

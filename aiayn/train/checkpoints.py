@@ -72,10 +72,13 @@ def step_name(step: int) -> str:
 
 
 def is_complete(ckpt_dir: str | Path) -> bool:
-    """Whether a checkpoint directory is complete: a readable manifest listing the three files,
-    each present with its recorded size (hashes are checked on load, not here).
+    """Whether a checkpoint directory is complete: its manifest is there (written last).
 
-    An older aiayn wrote no manifest: such a directory counts when all three files are there.
+    A directory without one is a write or a prune cut short: not complete, skipped. A manifest
+    that is damaged, or files that are missing or of another size than it records, are a
+    UserError naming the file: that checkpoint was complete and is now corrupt, which must not
+    pass unnoticed (hashes are checked on load, not here). An older aiayn wrote no manifest:
+    such a directory counts, with a warning, when all three files are there.
     """
     d = Path(ckpt_dir)
     if not d.is_dir():
@@ -86,38 +89,48 @@ def is_complete(ckpt_dir: str | Path) -> bool:
             _warned_legacy.add(d)
             log.warning("%s has no manifest (an older aiayn wrote it): loaded unverified", d)
         return legacy
+    manifest = storage.read_manifest(d)
+    for rel in CHECKPOINT_FILES:
+        storage.check_file(d, rel, manifest, hashes=False)
+    return True
+
+
+def _has_files(ckpt_dir: Path) -> bool:
+    """A manifest, or the three files of an older aiayn: a checkpoint, complete or damaged."""
+    return (ckpt_dir / storage.MANIFEST).is_file() or all(
+        (ckpt_dir / f).is_file() for f in CHECKPOINT_FILES
+    )
+
+
+def _complete_or_not(ckpt_dir: Path) -> bool:
     try:
-        manifest = storage.read_manifest(d)
-        if set(CHECKPOINT_FILES) - set(manifest["files"]):
-            return False
-        for rel in manifest["files"]:
-            storage.check_file(d, rel, manifest, hashes=False)
+        return is_complete(ckpt_dir)
     except UserError:
         return False
-    return True
 
 
 def list_checkpoints(run_dir: str | Path) -> list[Path]:
     """Complete checkpoint directories of a run, oldest step first."""
-    root = Path(run_dir) / CHECKPOINTS
-    if not root.is_dir():
-        return []
-    found = [p for p in root.glob("step_*") if p.name[5:].isdigit() and is_complete(p)]
-    return sorted(found, key=lambda p: int(p.name.split("_")[1]))
+    return [p for p in sorted_steps(run_dir) if is_complete(p)]
 
 
 def latest_checkpoint(run_dir: str | Path) -> Path | None:
-    """The directory ``latest`` names if complete, else the newest complete one."""
-    root = Path(run_dir) / CHECKPOINTS
-    pointer = root / LATEST
-    if pointer.is_file():
-        name = pointer.read_text(encoding="utf-8", errors="replace").strip()
-        target = root / name
-        if name.startswith("step_") and "/" not in name and is_complete(target):
-            return target
-        log.warning("%s names %s, which is not complete; using the newest one", pointer, name)
+    """The newest complete checkpoint (None when there is none).
+
+    ``latest`` names it too, for people and scripts; it is written after the checkpoint, so a
+    kill in between leaves it one behind: the newest complete directory wins, and ``clean_run``
+    rewrites the pointer.
+    """
     complete = list_checkpoints(run_dir)
-    return complete[-1] if complete else None
+    if not complete:
+        return None
+    pointer = Path(run_dir) / CHECKPOINTS / LATEST
+    named = (
+        pointer.read_text(encoding="utf-8", errors="replace").strip() if pointer.is_file() else ""
+    )
+    if named != complete[-1].name:
+        log.info("%s names %r; the newest complete checkpoint is %s", pointer, named, complete[-1])
+    return complete[-1]
 
 
 def clean_run(run_dir: str | Path) -> list[Path]:
@@ -127,8 +140,29 @@ def clean_run(run_dir: str | Path) -> list[Path]:
     """
     run = Path(run_dir)
     removed = storage.remove_leftovers(run, owned=True)
-    removed += storage.remove_leftovers(run / CHECKPOINTS, owned=True, is_complete=is_complete)
+    removed += storage.remove_leftovers(run / CHECKPOINTS, owned=True, is_complete=_complete_or_not)
+    pointer = run / CHECKPOINTS / LATEST
+    complete = [p for p in sorted_steps(run) if _complete_or_not(p)]
+    named = _read_pointer(pointer)
+    if complete and named != complete[-1].name:
+        storage.write_text(pointer, complete[-1].name + "\n")
+        log.warning(
+            "%s named %r, now %s (the newest complete one)", pointer, named, complete[-1].name
+        )
     return removed
+
+
+def sorted_steps(run_dir: str | Path) -> list[Path]:
+    """Every step_N directory of a run, complete or not, oldest step first."""
+    root = Path(run_dir) / CHECKPOINTS
+    found = [p for p in root.glob("step_*") if p.name[5:].isdigit()] if root.is_dir() else []
+    return sorted(found, key=lambda p: int(p.name[5:]))
+
+
+def _read_pointer(pointer: Path) -> str:
+    return (
+        pointer.read_text(encoding="utf-8", errors="replace").strip() if pointer.is_file() else ""
+    )
 
 
 def rng_state() -> dict[str, Any]:
@@ -192,8 +226,9 @@ def save_checkpoint(
         storage.write_manifest(tmp, {"format": FORMAT, "step": progress.step}, CHECKPOINT_FILES)
     storage.fault_point("checkpoint.latest")
     storage.write_text(root / LATEST, final.name + "\n")
-    if keep_last > 0:
-        for old in list_checkpoints(run_dir)[:-keep_last]:
+    if keep_last > 0:  # older complete (or damaged) ones beyond the last K
+        steps = [p for p in sorted_steps(run_dir) if _has_files(p)]
+        for old in steps[:-keep_last]:
             if old != final:
                 prune(old)
     return final
@@ -235,8 +270,13 @@ def load_checkpoint(
     rank: int = 0,
     world_size: int = 1,
 ) -> Progress:
-    """Load weights, optimizer state and this rank's RNG state; return the Progress."""
+    """Load weights, optimizer state and this rank's RNG state; return the Progress.
+
+    Every file is checked against the checkpoint's manifest first (a UserError naming it).
+    """
     ckpt_dir = Path(ckpt_dir)
+    if (ckpt_dir / storage.MANIFEST).is_file():  # model and trainer files are checked as read
+        storage.check_file(ckpt_dir, META_FILE, storage.read_manifest(ckpt_dir))
     state, config, _ = load_state(ckpt_dir / MODEL_FILE)
     check_same_architecture(config, model.config, f"{ckpt_dir}")  # type: ignore[arg-type]
     model.load_state_dict(state)
