@@ -93,7 +93,7 @@ def save_attention(
     title: str = "",
 ) -> None:
     """Write ``attention_figure`` as a PNG, atomically."""
-    from aiayn.checkpoint import atomic_write
+    from aiayn.storage import atomic_write
 
     with warnings.catch_warnings():
         warnings.simplefilter(

@@ -34,21 +34,19 @@ TRAINED_LENGTH_KEY = "max_train_length"  # checkpoint metadata: longest sequence
 
 
 def resolve_checkpoint(path: str | Path) -> Path:
-    """The model file PATH means: itself, DIR/model.safetensors, or a run's latest checkpoint."""
+    """The model file PATH means: itself, DIR/model.safetensors, or a run's latest complete
+    checkpoint (``aiayn.train.checkpoints.latest_checkpoint``)."""
     p = Path(path)
     if p.is_file():
         return p
     if (p / MODEL_FILE).is_file():
         return p / MODEL_FILE
-    root = p / "checkpoints" if (p / "checkpoints").is_dir() else p
-    pointer = root / "latest"
-    if pointer.is_file():
-        named = root / pointer.read_text(encoding="utf-8").strip()
-        if (named / MODEL_FILE).is_file():
-            return named / MODEL_FILE
-    steps = sorted(root.glob("step_*/" + MODEL_FILE)) if root.is_dir() else []
-    if steps:
-        return steps[-1]
+    from aiayn.train.checkpoints import CHECKPOINTS, latest_checkpoint
+
+    run = p if (p / CHECKPOINTS).is_dir() else p.parent  # a run directory or its checkpoints/
+    latest = latest_checkpoint(run) if (run / CHECKPOINTS).is_dir() else None  # complete only
+    if latest is not None:
+        return latest / MODEL_FILE
     if not p.exists():
         raise UserError(f"{p}: checkpoint not found")
     raise UserError(f"{p}: no {MODEL_FILE}, checkpoints/latest or step_* checkpoint in it")
@@ -172,7 +170,7 @@ def load_checked(
 
     ``kernels`` ("fast" or "plain") replaces the checkpoint's choice when given.
     """
-    from aiayn.checkpoint import load_state
+    from aiayn.weights import load_state
 
     state, config, meta = load_state(path)
     if kernels is not None:

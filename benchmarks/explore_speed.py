@@ -45,8 +45,8 @@ REFERENCE = "Wählen Sie Format - Zellen und klicken Sie auf das Register Umrand
 def tiny_checkpoint(directory: Path) -> Path:
     """A random 2-layer model with a small tokenizer (for --quick without a checkpoint)."""
     from aiayn import ModelConfig, Transformer
-    from aiayn.checkpoint import save_model
     from aiayn.data import Tokenizer
+    from aiayn.weights import save_model
 
     tok = Tokenizer.train([SENTENCE, REFERENCE] * 5, vocab_size=300)
     cfg = ModelConfig(vocab_size=tok.vocab_size, d_model=32, n_heads=4, d_ff=64, n_layers=2)

@@ -51,7 +51,7 @@ def _evaluate(run: Path, data: Path, n_average: int, test_limit: int, tag: str) 
 
 def _meta(run: Path) -> dict:
     """The latest checkpoint's meta.json (step, tokens, elapsed_s: training time so far)."""
-    from aiayn.train.checkpointing import META_FILE, latest_checkpoint
+    from aiayn.train.checkpoints import META_FILE, latest_checkpoint
 
     latest = latest_checkpoint(run) if run.is_dir() else None
     if latest is None:

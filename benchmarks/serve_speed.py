@@ -37,8 +37,8 @@ ENGINES = ("aiayn cached", "ctranslate2 float32", "ctranslate2 int8", "onnxrunti
 def quick_checkpoint(tmp: Path) -> tuple[Path, list[tuple[str, list[str], list[str]]]]:
     """A random-weight checkpoint with its tokenizer, and a few lines as the test set."""
     from aiayn import ModelConfig, Transformer
-    from aiayn.checkpoint import save_model
     from aiayn.data import EOS, Tokenizer
+    from aiayn.weights import save_model
 
     lines = ["a dog runs on the grass .", "two men are playing football .", "a red car ."]
     refs = ["ein Hund rennt auf dem Gras .", "zwei Männer spielen Fußball .", "ein rotes Auto ."]

@@ -279,8 +279,13 @@ def test_incomplete_directories_are_refused(tmp_path: Path) -> None:
         fh.truncate(4)
     with pytest.raises(UserError, match=r"ids/train\.src\.bin"):
         load_prepared(out)
-    # a manifest that does not say complete
+    # a manifest edited by hand: its own SHA-256 no longer matches
     manifest["complete"] = False
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(UserError, match=r"manifest\.json: damaged"):
+        load_prepared(out)
+    # a manifest that does not say complete (and has no own hash, as an older aiayn wrote)
+    del manifest["manifest_sha256"]
     (out / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(UserError, match="not a complete"):
         load_prepared(out)

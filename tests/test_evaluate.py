@@ -11,7 +11,6 @@ import torch
 import torch.nn.functional as F
 
 from aiayn import ModelConfig, Transformer
-from aiayn.checkpoint import save_model
 from aiayn.cli import main
 from aiayn.config import DecodeConfig
 from aiayn.data import EOS, Tokenizer
@@ -26,6 +25,7 @@ from aiayn.evaluate import (
     sacre_bleu,
 )
 from aiayn.translator import load_translator
+from aiayn.weights import save_model
 
 SRC = ["a dog runs .", "two men play football .", "a cat", ""]
 REF = ["ein Hund rennt .", "zwei Männer spielen Fußball .", "eine Katze", ""]
@@ -152,7 +152,7 @@ def test_cli_evaluate_src_ref(tmp_path, ckpt, capsys) -> None:
 
 def test_cli_evaluate_data_dir(tmp_path, ckpt, capsys, monkeypatch) -> None:
     import aiayn.data
-    from aiayn.checkpoint import load_state
+    from aiayn.weights import load_state
 
     state, config, meta = load_state(ckpt)
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import torch
 
 from aiayn import ModelConfig, Transformer
-from aiayn.checkpoint import save_model
 from aiayn.config import DecodeConfig
 from aiayn.data import Tokenizer
 from aiayn.translator import load_translator
+from aiayn.weights import save_model
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "translate.py"
 TEXTS = ["a dog runs on the grass .", "ein Hund rennt auf dem Gras ."] * 4

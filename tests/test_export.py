@@ -17,13 +17,13 @@ import pytest
 import torch
 
 from aiayn import ModelConfig, Transformer
-from aiayn.checkpoint import save_model
 from aiayn.cli import main
 from aiayn.config import DecodeConfig
 from aiayn.data import EOS, Tokenizer, collate, synthetic_pairs
 from aiayn.errors import UserError
 from aiayn.evaluate import perplexity
 from aiayn.translator import Translator
+from aiayn.weights import save_model
 
 ct2 = pytest.importorskip("ctranslate2")
 pytest.importorskip("onnxruntime")

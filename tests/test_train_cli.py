@@ -58,7 +58,7 @@ def test_train_resume_average_plot(copy_data: Path, tmp_path: Path, capsys) -> N
     assert 0.0 <= last_valid["bleu"] <= 100.0  # greedy decoding + sacreBLEU ran
     assert json.loads((run / "config.json").read_text())["train"]["max_steps"] == 6
     # The checkpoint carries the data's tokenizer, so translate/evaluate need nothing else.
-    from aiayn.checkpoint import read_metadata
+    from aiayn.weights import read_metadata
 
     meta = read_metadata(latest_checkpoint(run) / "model.safetensors")
     assert meta["tokenizer"] == (copy_data / "tokenizer.json").read_text(encoding="utf-8") or (

@@ -108,12 +108,23 @@ def test_run_layout_checkpoints_and_keep_last(tmp_path: Path) -> None:
     assert [p.name for p in list_checkpoints(run)] == ["step_00000006", "step_00000007"]
     assert (run / "checkpoints" / "latest").read_text().strip() == "step_00000007"
     ckpt = latest_checkpoint(run)
-    assert {p.name for p in ckpt.iterdir()} == {"model.safetensors", "trainer.pt", "meta.json"}
+    assert {p.name for p in ckpt.iterdir()} == {
+        "model.safetensors",
+        "trainer.pt",
+        "meta.json",
+        "manifest.json",
+    }
+    assert sorted(p.name for p in run.iterdir()) == [
+        "checkpoints",
+        "config.json",
+        "metrics.jsonl",
+        "train.lock",
+    ]
     config = json.loads((run / "config.json").read_text())
     assert config["model"]["d_model"] == 32
     assert config["train"]["max_steps"] == 7
     assert config["data"] == "copy-task"
-    from aiayn.checkpoint import read_metadata
+    from aiayn.weights import read_metadata
 
     meta = read_metadata(ckpt / "model.safetensors")
     assert meta["tokenizer"] == FakeTokenizer().to_str()
@@ -249,7 +260,7 @@ def test_latest_falls_back_when_the_pointer_is_broken(tmp_path: Path) -> None:
     train(small_model(), quick(max_steps=4, save_every_steps=2), copy_data(), run)
     (run / "checkpoints" / "latest").write_text("step_00000099\n")  # as if a rename was cut
     assert latest_checkpoint(run).name == "step_00000004"
-    # A half-written directory (no meta.json) is never taken for a checkpoint.
+    # A half-written directory (no manifest) is never taken for a checkpoint.
     (run / "checkpoints" / "step_00000005").mkdir()
     assert latest_checkpoint(run).name == "step_00000004"
 

@@ -11,12 +11,12 @@ import pytest
 import torch
 
 from aiayn import ModelConfig, Transformer
-from aiayn.checkpoint import save_model
 from aiayn.cli import main
 from aiayn.config import DecodeConfig
 from aiayn.data import EOS, UNK, Tokenizer, collate
 from aiayn.decode import beam_search, max_lengths, model_step_fn
 from aiayn.translator import TRAINED_LENGTH_KEY, load_translator, resolve_checkpoint
+from aiayn.weights import save_model
 
 TEXTS = [
     "a dog runs on the grass .",
@@ -163,17 +163,25 @@ def test_cross_attention_weights_are_the_trace(ckpt, tokenizer) -> None:
 
 def test_checkpoint_paths(tmp_path, tokenizer) -> None:
     run = tmp_path / "run"
-    for step in (100, 200):
-        make_checkpoint(run / "checkpoints" / f"step_{step:08d}" / "model.safetensors", tokenizer)
+    from aiayn.storage import write_manifest
+
+    for step in (100, 200, 300):
+        d = run / "checkpoints" / f"step_{step:08d}"
+        make_checkpoint(d / "model.safetensors", tokenizer)
+        if step < 300:  # complete: the three files and the manifest; step 300 is not
+            (d / "trainer.pt").write_bytes(b"state")
+            (d / "meta.json").write_text("{}")
+            write_manifest(d, {}, ["model.safetensors", "trainer.pt", "meta.json"])
     (run / "checkpoints" / "latest").write_text("step_00000100\n")
     first = run / "checkpoints" / "step_00000100" / "model.safetensors"
-    assert resolve_checkpoint(run) == first  # latest names step 100
+    # the newest complete checkpoint, even where `latest` lags behind (a kill before its update)
+    assert resolve_checkpoint(run) == first.parents[1] / "step_00000200/model.safetensors"
     assert resolve_checkpoint(run / "checkpoints" / "step_00000200") == first.parents[1] / (
         "step_00000200/model.safetensors"
     )
     assert resolve_checkpoint(first) == first
     (run / "checkpoints" / "latest").unlink()
-    assert resolve_checkpoint(run).parent.name == "step_00000200"  # the newest without a pointer
+    assert resolve_checkpoint(run).parent.name == "step_00000200"  # the newest complete one
 
 
 # Bad input ---------------------------------------------------------------------------------

@@ -8,8 +8,9 @@
 which were written at 10-minute intervals. For the big models, we averaged the last 20
 checkpoints." (6.1) A run directory gives its complete checkpoints by step; directories and
 files given one by one keep their order, and the last N of the whole list are averaged.
-Checkpoints of different architectures or tokenizers are refused. The output keeps the
-tokenizer and is written atomically; an existing --out is kept unless --force.
+Only complete checkpoints count (those whose manifest is there), and each is checked against
+its manifest. Checkpoints of different architectures or tokenizers are refused. The output
+keeps the tokenizer and is written atomically; an existing --out is kept unless --force.
 """
 
 from __future__ import annotations
@@ -30,10 +31,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--out", required=True, metavar="FILE", help="the averaged model file")
     parser.add_argument("--force", action="store_true", help="replace an existing --out")
+    parser.add_argument(
+        "--no-hash-check",
+        action="store_true",
+        help="check the checkpoints by size only, not SHA-256 (for huge files)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    from aiayn.train.checkpointing import average_to_file, resolve_model_files
+    from aiayn.storage import set_hash_checks
+
+    set_hash_checks(False if args.no_hash_check else None)
+    try:
+        return _run(args)
+    finally:
+        set_hash_checks(None)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from aiayn.train.averaging import average_to_file, resolve_model_files
 
     if args.last < 1:
         raise UserError(f"--last must be >= 1, got {args.last}")

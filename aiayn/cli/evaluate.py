@@ -113,9 +113,9 @@ def format_report(report: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aiayn.checkpoint import atomic_write
     from aiayn.config import to_dict
     from aiayn.evaluate import evaluate
+    from aiayn.storage import atomic_write
     from aiayn.translator import resolve_checkpoint
 
     sources, references, data_tokenizer = load_test_set(args)

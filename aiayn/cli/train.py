@@ -14,6 +14,7 @@ Stopping: --max-steps, --max-epochs, --max-minutes (0 = no limit). See docs/trai
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import math
@@ -52,15 +53,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bf16", action="store_true", help="bf16 autocast (CUDA only)")
     parser.add_argument("--compile", action="store_true", help="torch.compile (CUDA only)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--no-hash-check",
+        action="store_true",
+        help="check data and checkpoint files by size only, not SHA-256 (for huge files)",
+    )
     add_config_args(parser, ModelConfig, skip=("vocab_size", "pad_id"))
     add_config_args(parser, TrainConfig)
 
 
 def _configs(args: argparse.Namespace, vocab_size: int) -> tuple[ModelConfig, TrainConfig]:
     """The run's configs: preset < schedule < TOML < flags, or config.json when resuming."""
-    from aiayn.checkpoint import check_same_architecture
     from aiayn.config import from_dict, model_preset, train_preset
     from aiayn.train.schedule import schedule_preset
+    from aiayn.weights import check_same_architecture
 
     toml = load_toml(args.config)
     if args.resume:
@@ -123,8 +129,8 @@ def _load_data(args: argparse.Namespace) -> Any:
 
 def _check_tokenizer(run: Path, tokenizer: Any) -> None:
     """On resume, the data's tokenizer must be the one the checkpoints were trained with."""
-    from aiayn.checkpoint import read_metadata
     from aiayn.train import latest_checkpoint
+    from aiayn.weights import read_metadata
 
     latest = latest_checkpoint(run)
     if latest is None:
@@ -187,8 +193,7 @@ class _Progress:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aiayn.evaluate import greedy_bleu
-    from aiayn.train import Runtime, train
+    from aiayn.storage import DirectoryLock, set_hash_checks
     from aiayn.train.distributed import pick_device
 
     run_dir = Path(args.run)
@@ -197,11 +202,25 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--bf16: bf16 autocast is for CUDA devices; this run is on the CPU")
     if args.resume and not run_dir.is_dir():
         raise UserError(f"{run_dir}: --resume given but there is no such run directory")
+    main = int(os.environ.get("RANK", "0")) == 0
+    # A run that another training holds is refused before anything is loaded (train locks too).
+    lock = DirectoryLock(run_dir, what="training") if main and run_dir.is_dir() else None
+    set_hash_checks(False if args.no_hash_check else None)
+    try:
+        with lock or contextlib.nullcontext():
+            return _run(args, run_dir, device, main)
+    finally:
+        set_hash_checks(None)
+
+
+def _run(args: argparse.Namespace, run_dir: Path, device: Any, main: bool) -> int:
+    from aiayn.evaluate import greedy_bleu
+    from aiayn.train import Runtime, train
+
     data = _load_data(args)
     model_cfg, train_cfg = _configs(args, data.tokenizer.vocab_size)
     if args.resume:
         _check_tokenizer(run_dir, data.tokenizer)
-    main = int(os.environ.get("RANK", "0")) == 0
     if main:
         n_params = _count_parameters(model_cfg)
         print(

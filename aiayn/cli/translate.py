@@ -169,7 +169,7 @@ def format_nbest(index: int, results: list[tuple[str, Any]], nbest: int) -> list
 
 
 def run(args: argparse.Namespace) -> int:
-    from aiayn.checkpoint import atomic_write
+    from aiayn.storage import atomic_write
 
     if args.attention is not None and args.engine != "torch":
         raise UserError("--attention needs --engine torch (the heatmaps come from aiayn's model)")

@@ -34,8 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from aiayn.checkpoint import atomic_write
     from aiayn.cli.common import config_from_args
+    from aiayn.storage import atomic_write
     from aiayn.walkthrough import ProofError, WalkthroughConfig, build, render_html, render_text
 
     cfg = config_from_args(WalkthroughConfig, args)

@@ -129,7 +129,7 @@ class Tokenizer:
 
     def save(self, path: str | Path) -> None:
         """Write the tokenizer JSON to path, atomically."""
-        from aiayn.checkpoint import atomic_write
+        from aiayn.storage import atomic_write
 
         text = self.to_str()
 

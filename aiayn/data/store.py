@@ -9,18 +9,16 @@ Layout (``aiayn prepare`` writes it, ``load_prepared`` reads it)::
     DIR/ids/{split}.{side}.idx   int64 offsets, N + 1 of them: pair i is bin[idx[i]:idx[i+1]]
 
 The token arrays are memory-mapped, so a split of millions of pairs costs almost no memory
-until its pages are read. A directory is complete only when its manifest says so and every
-file it lists has the recorded size; anything else is refused with a ``UserError``.
+until its pages are read. The directory is built by ``aiayn.storage.atomic_directory`` (one
+rename at the end); it is complete only when its manifest says so and every file it lists has
+the recorded size and SHA-256 (hashes are skipped with ``--no-hash-check``); anything else is
+refused with a ``UserError`` naming the file.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
-import os
-import shutil
-import tempfile
+import logging
 from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -29,9 +27,12 @@ from typing import Any
 
 import numpy as np
 
+from aiayn import storage
 from aiayn.data.bpe import Tokenizer
 from aiayn.data.splits import ArraySplit
 from aiayn.errors import UserError
+
+log = logging.getLogger(__name__)
 
 FORMAT = "aiayn-prepared"
 VERSION = 1
@@ -44,13 +45,7 @@ def ids_dtype(vocab_size: int) -> np.dtype:
     return np.dtype(np.uint16) if vocab_size <= 1 << 16 else np.dtype(np.uint32)
 
 
-def sha256_file(path: str | Path) -> str:
-    """Hex SHA-256 of a file, read in 1 MiB chunks."""
-    digest = hashlib.sha256()
-    with Path(path).open("rb") as fh:
-        while chunk := fh.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
+sha256_file = storage.sha256_file
 
 
 class IdWriter:
@@ -162,10 +157,7 @@ def load_prepared(path: str | Path) -> PreparedData:
             f"{root}: incomplete prepared data directory (no manifest.json); "
             f"run `aiayn prepare --out {root}` again"
         )
-    try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise UserError(f"{manifest_path}: unreadable manifest ({e})") from None
+    manifest = storage.read_manifest(root)
     if manifest.get("format") != FORMAT or manifest.get("complete") is not True:
         raise UserError(f"{manifest_path}: not a complete {FORMAT} manifest")
     if manifest.get("version") != VERSION:
@@ -173,10 +165,10 @@ def load_prepared(path: str | Path) -> PreparedData:
             f"{manifest_path}: format version {manifest.get('version')}, this aiayn reads "
             f"version {VERSION}; prepare the data again"
         )
-    for rel, info in manifest.get("files", {}).items():
-        f = root / rel
-        if not f.is_file() or f.stat().st_size != info["bytes"]:
-            raise UserError(f"{root}: file {rel} is missing or has the wrong size; prepare again")
+    try:
+        storage.check_files(root, manifest)
+    except UserError as e:
+        raise UserError(f"{e}; run `aiayn prepare --out {root} --overwrite` again") from None
     tokenizer = Tokenizer.load(root / "tokenizer.json")
     return PreparedData(root, manifest, tokenizer)
 
@@ -190,64 +182,29 @@ def verify_hashes(data: PreparedData) -> list[str]:
     ]
 
 
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def _stale_siblings(out: Path) -> Iterator[Path]:
-    """Temporary build directories of earlier runs whose process is gone."""
-    for p in out.parent.glob(f".{out.name}.partial-*"):
-        try:
-            pid = int(p.name.rsplit("-", 2)[-2])
-            os.kill(pid, 0)
-        except (ValueError, IndexError, ProcessLookupError):
-            yield p
-        except PermissionError:
-            continue
-
-
 @contextlib.contextmanager
 def building_directory(out: str | Path, overwrite: bool = False) -> Iterator[Path]:
     """Yield a temporary sibling of out to build in; on success it is renamed to out.
 
     On any error (or Ctrl-C) the temporary directory is removed, so out is either the complete
-    new directory, or what it was before. An existing non-empty out is kept unless overwrite.
+    new directory, or what it was before; a full disk is ``DiskFull`` naming out. What killed
+    runs of ``prepare`` left beside out is removed first (and logged). An existing non-empty
+    out is kept unless overwrite.
     """
     out = Path(out).absolute()
     if out.exists() and not out.is_dir():
         raise UserError(f"{out}: exists and is not a directory")
+    storage.remove_leftovers(
+        out.parent, names=[out.name], is_complete=lambda p: (p / "manifest.json").is_file()
+    )
     if out.is_dir() and any(out.iterdir()) and not overwrite:
         raise UserError(f"{out}: directory exists and is not empty; pass --overwrite to replace it")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    for stale in _stale_siblings(out):
-        shutil.rmtree(stale, ignore_errors=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-{os.getpid()}-", dir=out.parent))
-    os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes it private; the result is an ordinary dir
-    try:
+    with storage.atomic_directory(out, replace=True) as tmp:
         yield tmp
-        if out.exists():
-            old = out.parent / f".{out.name}.old-{os.getpid()}"
-            os.replace(out, old)
-            os.replace(tmp, out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, out)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+        storage.fault_point("prepare.rename")
 
 
 def write_manifest(root: Path, manifest: dict[str, Any]) -> None:
     """Hash every file under root, then write manifest.json (the last file, atomically)."""
-    files = {}
-    for f in sorted(p for p in root.rglob("*") if p.is_file()):
-        rel = f.relative_to(root).as_posix()
-        if rel == "manifest.json":
-            continue
-        files[rel] = {"bytes": f.stat().st_size, "sha256": sha256_file(f)}
-    full = {"format": FORMAT, "version": VERSION, "complete": True, **manifest, "files": files}
-    tmp = root / ".manifest.json.tmp"
-    tmp.write_text(json.dumps(full, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, root / "manifest.json")
+    fields = {"format": FORMAT, "version": VERSION, "complete": True, **manifest}
+    storage.write_manifest(root, fields)

@@ -1,19 +1,14 @@
 """Training with the paper's recipe.  Sections 5.1-5.4 and 6.1 (checkpoint averaging).
 
 ``schedule`` holds Eq. (3) and Adam, ``loss`` the label-smoothed cross-entropy, ``loop`` the
-training loop, ``checkpointing`` the run directory, resuming and averaging, ``distributed`` the
-torchrun process group, ``metrics`` the JSON-lines log and its plots.
+training loop, ``checkpoints`` the run's checkpoint directories and resuming, ``averaging``
+checkpoint averaging (6.1), ``distributed`` the torchrun process group, ``metrics`` the
+JSON-lines log and its plots.
 """
 
 from aiayn.loss import label_smoothed_loss, smoothed_entropy, token_accuracy
-from aiayn.train.checkpointing import (
-    Progress,
-    average_checkpoints,
-    average_to_file,
-    latest_checkpoint,
-    list_checkpoints,
-    resolve_model_files,
-)
+from aiayn.train.averaging import average_checkpoints, average_to_file, resolve_model_files
+from aiayn.train.checkpoints import Progress, latest_checkpoint, list_checkpoints
 from aiayn.train.loop import TrainResult, train, train_step, validate
 from aiayn.train.metrics import plot_metrics, read_metrics
 from aiayn.train.schedule import SCHEDULES, make_optimizer, noam_lr, schedule_preset

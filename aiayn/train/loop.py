@@ -26,7 +26,7 @@ from aiayn.data import Batch, Split, batch_from_indices, token_batches
 from aiayn.loss import label_smoothed_loss, token_accuracy
 from aiayn.model import Transformer
 from aiayn.train.bleu import BleuScorer, valid_bleu
-from aiayn.train.checkpointing import Progress
+from aiayn.train.checkpoints import Progress
 from aiayn.train.distributed import World, all_reduce_sum, setup
 from aiayn.train.metrics import perplexity
 from aiayn.train.schedule import make_optimizer, noam_lr, set_lr
@@ -82,7 +82,25 @@ def train(
     model = Transformer(model_cfg).to(world.device)
     optimizer = make_optimizer(model.parameters(), cfg)  # 5.3: Adam(0.9, 0.98, 1e-9)
     session = Session(run_dir, world, model, optimizer, cfg, data, on_event)
-    progress = session.start(model_cfg, resume)  # config.json, or the checkpoint's state
+    try:
+        return _train(session, model, optimizer, model_cfg, cfg, data, world, runtime, resume, bleu)
+    finally:
+        session.close()  # the run's lock
+
+
+def _train(
+    session: Session,
+    model: Transformer,
+    optimizer: torch.optim.Optimizer,
+    model_cfg: ModelConfig,
+    cfg: TrainConfig,
+    data: TrainData,
+    world: World,
+    runtime: Runtime,
+    resume: bool,
+    bleu: BleuScorer | None,
+) -> TrainResult:
+    progress = session.start(model_cfg, resume)  # lock, config.json or the checkpoint's state
     stream = BatchStream(
         data.train, cfg.max_tokens, cfg.seed, world, progress.epoch, progress.batch_index
     )
@@ -115,11 +133,14 @@ def train(
                 )
                 session.emit("valid", step=progress.step, **valid)
             if cfg.save_every_steps and progress.step % cfg.save_every_steps == 0:
-                session.save(stream)
-    if data.valid is not None and cfg.valid_every and valid_step != progress.step:
-        valid = validate(model, data, model_cfg, cfg, world, autocast, bleu)
-        session.emit("valid", step=progress.step, **valid)
-    path = session.save(stream)
+                session.save(stream, signalled)
+        if data.valid is not None and cfg.valid_every and valid_step != progress.step:
+            try:
+                valid = validate(model, data, model_cfg, cfg, world, autocast, bleu)
+                session.emit("valid", step=progress.step, **valid)
+            except KeyboardInterrupt:  # a second Ctrl-C skips the validation, not the save
+                model.train()
+        path = session.save(stream, signalled)  # a Ctrl-C now waits for it
     session.emit("stop", step=progress.step, reason=reason)
     return TrainResult(progress, reason, path, valid)
 

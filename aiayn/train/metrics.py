@@ -14,8 +14,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from aiayn.checkpoint import atomic_write
 from aiayn.errors import UserError
+from aiayn.storage import append_text, atomic_write
 
 METRICS = "metrics.jsonl"
 
@@ -35,8 +35,7 @@ class MetricsLog:
     def write(self, event: str, **fields: Any) -> dict[str, Any]:
         record = {"event": event, **fields}
         if self.enabled:
-            with self.path.open("a", encoding="utf-8") as fh:
-                fh.write(json.dumps(record, allow_nan=True) + "\n")
+            append_text(self.path, json.dumps(record, allow_nan=True) + "\n")
         return record
 
     def truncate_after(self, step: int) -> None:
@@ -56,12 +55,16 @@ def read_metrics(path: str | Path) -> list[dict[str, Any]]:
     if not path.is_file():
         raise UserError(f"{path}: no metrics file (is this a run directory of aiayn train?)")
     events = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    text = path.read_text(encoding="utf-8", errors="replace")
+    lines = text.splitlines()
+    for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
             events.append(json.loads(line))
         except json.JSONDecodeError as e:
+            if n == len(lines) and not text.endswith("\n"):
+                break  # the last line of a process that died while writing it
             raise UserError(f"{path}:{n}: not a JSON object: {e}") from None
     return events
 

@@ -22,12 +22,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from aiayn.checkpoint import atomic_write
+from aiayn import storage
 from aiayn.config import ModelConfig, TrainConfig, to_dict
 from aiayn.data import Batch, Split, batch_from_indices, token_batches
 from aiayn.errors import UserError
 from aiayn.model import Transformer
-from aiayn.train import checkpointing as ckpt
+from aiayn.train import checkpoints as ckpt
 from aiayn.train.distributed import World, all_reduce_sum, barrier, gather_objects
 from aiayn.train.metrics import MetricsLog, perplexity
 
@@ -122,6 +122,7 @@ class Session:
         self.started = self.last_save = self.last_log = time.monotonic()
         self.window = [0.0, 0.0, 0.0]  # smoothed-loss sum, NLL sum, tokens since the last log
         self.saved: tuple[tuple[int, int, int], Path] | None = None  # (position, directory)
+        self.lock: storage.DirectoryLock | None = None
 
     def emit(self, event: str, **fields: Any) -> None:
         record = self.metrics.write(event, **fields)
@@ -129,8 +130,17 @@ class Session:
             self.on_event(record)
 
     def start(self, model_cfg: ModelConfig, resume: bool) -> ckpt.Progress:
-        """Write config.json, or load the latest checkpoint when resuming; never overwrite."""
+        """Lock the run, remove what dead writers left, then write config.json, or load the
+        latest complete checkpoint when resuming; never overwrite.
+
+        A run that another training holds is a UserError naming its pid; ``close`` (or the
+        end of the process, kill -9 included) releases the lock.
+        """
         run, world, cfg = self.run, self.world, self.cfg
+        if world.is_main:
+            self.lock = storage.DirectoryLock(run, what="training").acquire()
+            ckpt.clean_run(run)
+        barrier(world)
         latest = ckpt.latest_checkpoint(run)
         if resume and latest is None:
             raise UserError(f"{run}: --resume given but the run has no complete checkpoint")
@@ -152,13 +162,25 @@ class Session:
                 "data": self.source,
                 "world_size": world.world_size,
             }
-            text = json.dumps(config, indent=1) + "\n"
-            atomic_write(run / ckpt.CONFIG_FILE, lambda p: p.write_text(text, encoding="utf-8"))
+            storage.write_text(run / ckpt.CONFIG_FILE, json.dumps(config, indent=1) + "\n")
         barrier(world)
         return self.progress
 
-    def save(self, stream: BatchStream) -> Path:
-        """A checkpoint of the model, optimizer, data position and every rank's RNG state."""
+    def close(self) -> None:
+        """Release the run's lock."""
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None
+
+    def save(self, stream: BatchStream, signals: Signals | None = None) -> Path:
+        """A checkpoint of the model, optimizer, data position and every rank's RNG state.
+
+        With ``signals``, a Ctrl-C while it is written waits for the write to finish.
+        """
+        with signals.deferred() if signals is not None else contextlib.nullcontext():
+            return self._save(stream)
+
+    def _save(self, stream: BatchStream) -> Path:
         self.last_save = time.monotonic()
         p = self.progress
         p.epoch, p.batch_index = stream.epoch, stream.index
@@ -178,7 +200,7 @@ class Session:
         self.saved = (here, path)
         return path
 
-    def stop_reason(self, stream: BatchStream, signalled: threading.Event) -> str:
+    def stop_reason(self, stream: BatchStream, signalled: Signals) -> str:
         """Why to stop before the next step ("" to go on); saves first when one is due by time."""
         cfg, now, main = self.cfg, time.monotonic(), self.world.is_main
         # Time-based decisions are the main rank's, shared with all in one reduction.
@@ -199,7 +221,7 @@ class Session:
         if signal_:
             return "interrupted by a signal"
         if save_due:
-            self.save(stream)
+            self.save(stream, signalled)
         return ""
 
     def skipped(self, loss: float, grad_norm: float, stream: BatchStream) -> None:
@@ -306,24 +328,54 @@ def seed_everything(seed: int) -> None:
     random.seed(seed)
 
 
+class Signals:
+    """SIGINT/SIGTERM seen so far; while ``deferred``, a second Ctrl-C does not interrupt."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.saving = False
+
+    def is_set(self) -> bool:
+        return self.event.is_set()
+
+    def set(self) -> None:
+        self.event.set()
+
+    @contextlib.contextmanager
+    def deferred(self) -> Iterator[None]:
+        saving, self.saving = self.saving, True
+        try:
+            yield
+        finally:
+            self.saving = saving
+
+
 @contextlib.contextmanager
-def stop_on_signals() -> Iterator[threading.Event]:
-    """SIGINT/SIGTERM set an event that the loop checks between steps (then it saves)."""
-    event = threading.Event()
+def stop_on_signals() -> Iterator[Signals]:
+    """SIGINT/SIGTERM set a flag that the loop checks between steps (then it saves).
+
+    A second Ctrl-C stops at once (KeyboardInterrupt), except while a checkpoint is being
+    written: that write always completes first, so the last save is never lost.
+    """
+    signals = Signals()
     if threading.current_thread() is not threading.main_thread():
-        yield event
+        yield signals
         return
 
     def handler(signum: int, frame: object) -> None:
-        if event.is_set() and signum == signal.SIGINT:  # a second Ctrl-C: stop at once
-            raise KeyboardInterrupt
         name = signal.Signals(signum).name
+        if signals.saving:
+            log.warning("%s received: the checkpoint being written is finished first", name)
+            signals.set()
+            return
+        if signals.is_set() and signum == signal.SIGINT:  # a second Ctrl-C: stop at once
+            raise KeyboardInterrupt
         log.warning("%s received: finishing the step, then writing a checkpoint", name)
-        event.set()
+        signals.set()
 
     old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        yield event
+        yield signals
     finally:
         for s, h in old.items():
             signal.signal(s, h)

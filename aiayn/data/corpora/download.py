@@ -8,15 +8,14 @@ download never sits in the cache under the real name.
 from __future__ import annotations
 
 import gzip
-import hashlib
 import logging
 import os
 import shutil
-import tempfile
 import urllib.error
 import urllib.request
 from pathlib import Path
 
+from aiayn import storage
 from aiayn.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -31,11 +30,7 @@ def default_cache_dir() -> Path:
 
 
 def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while chunk := fh.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
+    return storage.sha256_file(path)
 
 
 def fetch(
@@ -50,10 +45,10 @@ def fetch(
     if dest.is_file() and (sha256 is None or _sha256(dest) == sha256):
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "wb") as out:
+    storage.remove_leftovers(dest.parent, names=[dest.name])
+
+    def write(tmp: Path) -> None:
+        with tmp.open("wb") as out:
             try:
                 response = urllib.request.urlopen(url, timeout=timeout)
             except (urllib.error.URLError, OSError) as e:
@@ -81,10 +76,8 @@ def fetch(
                     f"{url}: checksum mismatch (expected sha256 {sha256}, got {got}); "
                     "the download is corrupt or the file changed upstream"
                 )
-        os.replace(tmp, dest)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+
+    storage.atomic_write(dest, write)
     log.info("downloaded %s", url)
     return dest
 
@@ -93,13 +86,15 @@ def gunzip(src: Path, dest: Path, *, sha256: str | None = None) -> Path:
     """Decompress a .gz file to dest (atomically), checking the SHA-256 of the result."""
     if dest.is_file() and (sha256 is None or _sha256(dest) == sha256):
         return dest
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "wb") as out, gzip.open(src, "rb") as fh:
+    storage.remove_leftovers(dest.parent, names=[dest.name])
+
+    def write(tmp: Path) -> None:
+        with tmp.open("wb") as out, gzip.open(src, "rb") as fh:
             try:
                 shutil.copyfileobj(fh, out)
             except (OSError, EOFError) as e:
+                if storage.is_disk_full(e):
+                    raise
                 raise UserError(f"{src}: not a valid gzip file ({e})") from None
         if sha256 is not None and (got := _sha256(tmp)) != sha256:
             src.unlink(missing_ok=True)  # a corrupt download must not stay in the cache
@@ -107,8 +102,6 @@ def gunzip(src: Path, dest: Path, *, sha256: str | None = None) -> Path:
                 f"{src}: decompressed content has sha256 {got}, expected {sha256}; "
                 "the download was removed, run again to fetch it anew"
             )
-        os.replace(tmp, dest)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+
+    storage.atomic_write(dest, write)
     return dest

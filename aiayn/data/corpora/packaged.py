@@ -19,6 +19,7 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
+from aiayn import storage
 from aiayn.data.clean import clean_software_pair, collapse
 from aiayn.data.corpora import Corpus
 from aiayn.data.corpora.ding import extract_ding
@@ -82,7 +83,9 @@ def download_debs(packages: tuple[str, ...], cache: Path, refresh: bool = False)
                 name = f.name.split("_", 1)[0]
                 for old in debs.glob(f"{name}_*.deb"):
                     old.unlink()
+                storage.fsync_file(f)  # the write protocol: the temporary is on disk, then renamed
                 os.replace(f, debs / f.name)
+                storage.fsync_dir(debs)
         found = {p: sorted(debs.glob(f"{p}_*.deb")) for p in packages}
     absent = [p for p in packages if not found[p]]
     if absent:
@@ -142,26 +145,28 @@ def cached_pairs(
             log.info("unpacking %s", deb.name)
             unpack(deb, Path(tmp) / package)
         seen: set[tuple[str, str]] = set()
-        part = tsv.with_suffix(".tsv.part")
-        with part.open("w", encoding="utf-8", newline="\n") as fh:
-            rows = extract_pairs(Path(tmp), lang)
-            if progress:
-                from tqdm import tqdm
 
-                rows = tqdm(rows, desc="extract", unit=" pairs", leave=False, mininterval=0.5)
-            for origin, en, other, reason in rows:
-                if reason is None and (en, other) in seen:
-                    reason = "duplicate"
-                if reason is not None:
-                    stats["dropped"][f"{origin}:{reason}"] += 1
-                    continue
-                seen.add((en, other))
-                kept[origin] += 1
-                fh.write(f"{origin}\t{en}\t{other}\n")  # collapse() removed tabs and newlines
-        os.replace(part, tsv)
+        def write(part: Path) -> None:
+            with part.open("w", encoding="utf-8", newline="\n") as fh:
+                rows = extract_pairs(Path(tmp), lang)
+                if progress:
+                    from tqdm import tqdm
+
+                    rows = tqdm(rows, desc="extract", unit=" pairs", leave=False, mininterval=0.5)
+                for origin, en, other, reason in rows:
+                    if reason is None and (en, other) in seen:
+                        reason = "duplicate"
+                    if reason is not None:
+                        stats["dropped"][f"{origin}:{reason}"] += 1
+                        continue
+                    seen.add((en, other))
+                    kept[origin] += 1
+                    fh.write(f"{origin}\t{en}\t{other}\n")  # collapse() removed tabs, newlines
+
+        storage.atomic_write(tsv, write)
     stats["kept"] = dict(kept)
     stats["dropped"] = dict(stats["dropped"])
-    stats_file.write_text(json.dumps(stats, indent=2), encoding="utf-8")
+    storage.write_text(stats_file, json.dumps(stats, indent=2))
     return tsv, stats
 
 

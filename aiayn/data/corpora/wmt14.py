@@ -17,7 +17,9 @@ import tarfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from aiayn import storage
 from aiayn.data.corpora import Corpus
 from aiayn.data.corpora.download import fetch
 from aiayn.data.textio import DecodeCounter, Errors, count_lines, read_aligned, read_lines
@@ -81,6 +83,11 @@ def sgm_segments(path: Path, errors: Errors = "strict") -> Iterator[str]:
             yield " ".join(m.group(1).split())
 
 
+def _copy_to(src: Any, tmp: Path) -> None:
+    with tmp.open("wb") as out:
+        shutil.copyfileobj(src, out)
+
+
 def _extract_member(archive: Path, inner: str, dest: Path) -> Path:
     """Copy one member of a tar archive to dest (member names never become paths)."""
     if dest.is_file():
@@ -98,10 +105,8 @@ def _extract_member(archive: Path, inner: str, dest: Path) -> Path:
             src = tar.extractfile(member)
             if src is None:
                 raise UserError(f"{archive}: {inner} is not a regular file")
-            part = dest.with_name(dest.name + ".part")
-            with src, part.open("wb") as out:
-                shutil.copyfileobj(src, out)
-            part.replace(dest)
+            with src:
+                storage.atomic_write(dest, lambda tmp: _copy_to(src, tmp))
     except (tarfile.TarError, OSError, EOFError) as e:
         raise UserError(f"{archive}: not a readable tar archive ({e})") from None
     return dest

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from aiayn.checkpoint import load_state, read_metadata, save_model
 from aiayn.cli import main
 from aiayn.config import ModelConfig
 from aiayn.errors import UserError
 from aiayn.model import Transformer
 from aiayn.train import average_checkpoints, resolve_model_files
-from aiayn.train.checkpointing import Progress, save_checkpoint
+from aiayn.train.checkpoints import Progress, save_checkpoint
+from aiayn.weights import load_state, read_metadata, save_model
 
 CFG = ModelConfig(vocab_size=11, d_model=16, n_heads=2, d_ff=32, n_layers=1)
 TOKENIZER = '{"fake": "tokenizer"}'

@@ -1,44 +1,51 @@
-"""Model weights on disk: safetensors with the full ModelConfig in the metadata.
+"""A model weights file: safetensors with the full ModelConfig in the metadata.
 
 Never loaded with code execution: weights are safetensors; anything else a checkpoint carries
-(optimizer state, RNG states) is loaded with ``torch.load(weights_only=True)``. Writes are
-atomic: a file appears under its name complete, or not at all.
+(optimizer state, RNG states) is loaded with ``torch.load(weights_only=True)``. Files are
+written by the protocol of ``aiayn.storage`` (a file appears under its name complete, or not
+at all) and checked on load: a file inside a checkpoint directory against that directory's
+manifest, any other file (an average) against the SHA-256 of its tensors and metadata that
+``save_model`` stores in the metadata under "weights_sha256".
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-import os
-import tempfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
 from torch import Tensor
 
+from aiayn import storage
 from aiayn.config import ModelConfig, from_dict, to_dict
 from aiayn.errors import UserError
 from aiayn.model import Transformer
 
 CONFIG_KEY = "model_config"
+DIGEST_KEY = "weights_sha256"
 
 
-def atomic_write(path: str | Path, write: Callable[[Path], None]) -> None:
-    """Call write(tmp) on a temporary file beside path, then rename it over path (atomic)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        write(Path(tmp))
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would hide the file from other users
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+def weights_digest(tensors: dict[str, Tensor], metadata: dict[str, str]) -> str:
+    """SHA-256 over the metadata (but this digest) and every tensor's name, dtype, shape, bytes."""
+    h = hashlib.sha256()
+    meta = {k: v for k, v in metadata.items() if k != DIGEST_KEY}
+    h.update(json.dumps(meta, sort_keys=True).encode())
+    for name in sorted(tensors):
+        t = tensors[name].detach().contiguous().cpu()
+        h.update(f"\0{name}\0{t.dtype}\0{tuple(t.shape)}\0".encode())
+        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
+    return h.hexdigest()
+
+
+def _check_written(path: Path, tensors: dict[str, Tensor]) -> None:
+    """A safetensors file's size must be 8 + header + data: a short write is a full disk."""
+    data = sum(t.numel() * t.element_size() for t in tensors.values())
+    with path.open("rb") as fh:
+        header = int.from_bytes(fh.read(8), "little")
+    if path.stat().st_size != 8 + header + data:
+        raise storage.no_space(path)
 
 
 def save_model(
@@ -59,7 +66,13 @@ def save_model(
         raise ValueError("save_model: a state dict needs its config")
     tensors = {k: v.detach().contiguous().cpu() for k, v in state.items()}
     meta = {CONFIG_KEY: json.dumps(to_dict(config)), **(metadata or {})}
-    atomic_write(path, lambda tmp: save_file(tensors, str(tmp), metadata=meta))
+    meta[DIGEST_KEY] = weights_digest(tensors, meta)
+
+    def write(tmp: Path) -> None:
+        save_file(tensors, str(tmp), metadata=meta)
+        _check_written(tmp, tensors)
+
+    storage.atomic_write(path, write)
 
 
 def read_metadata(path: str | Path) -> dict[str, str]:
@@ -89,12 +102,31 @@ def read_config(path: str | Path) -> ModelConfig:
 
 
 def load_state(path: str | Path) -> tuple[dict[str, Tensor], ModelConfig, dict[str, str]]:
-    """(state dict, config, metadata) of a checkpoint, without building a model."""
+    """(state dict, config, metadata) of a checkpoint, without building a model, verified.
+
+    Inside a checkpoint directory with a manifest, the file is checked against it (size, and
+    SHA-256 unless hash checks are off); elsewhere against its "weights_sha256". A file with
+    neither (written by an older aiayn) loads unverified.
+    """
     from safetensors.torch import load_file
 
+    path = Path(path)
+    manifest = None
+    if (path.parent / storage.MANIFEST).is_file():
+        manifest = storage.read_manifest(path.parent)
+        if path.name in manifest["files"]:
+            storage.check_file(path.parent, path.name, manifest)
     config = read_config(path)
     meta = read_metadata(path)
-    return load_file(str(path)), config, meta
+    try:
+        state = load_file(str(path))
+    except Exception as e:  # safetensors raises its own error types for corrupt files
+        raise UserError(f"{path}: not a readable safetensors file ({e})") from None
+    verified = manifest is not None and path.name in manifest["files"]
+    check = not verified and DIGEST_KEY in meta and storage.hash_checks()
+    if check and weights_digest(state, meta) != meta[DIGEST_KEY]:
+        raise UserError(f"{path}: its weights do not match their SHA-256: the file is damaged")
+    return state, config, meta
 
 
 def load_model(

@@ -1,4 +1,4 @@
-"""Tests of aiayn/checkpoint.py: safetensors round trips, atomic writes, clear errors."""
+"""Tests of aiayn/weights.py: safetensors round trips, verification on load, clear errors."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from aiayn import ModelConfig, Transformer
-from aiayn.checkpoint import (
-    atomic_write,
+from aiayn.errors import UserError
+from aiayn.weights import (
     check_same_architecture,
     load_model,
     load_state,
@@ -18,7 +18,6 @@ from aiayn.checkpoint import (
     read_metadata,
     save_model,
 )
-from aiayn.errors import UserError
 
 
 def _tiny(**overrides) -> ModelConfig:
@@ -68,27 +67,6 @@ def test_save_a_state_dict_with_its_config(tmp_path: Path) -> None:
     assert all(torch.equal(state[k], v) for k, v in model.state_dict().items())
     with pytest.raises(ValueError, match="config"):
         save_model(tmp_path / "x.safetensors", model.state_dict())
-
-
-def test_atomic_write_leaves_no_partial_file_when_the_writer_raises(tmp_path: Path) -> None:
-    path = tmp_path / "out.bin"
-
-    def broken(tmp: Path) -> None:
-        tmp.write_bytes(b"half of a fi")
-        raise RuntimeError("disk full")
-
-    with pytest.raises(RuntimeError, match="disk full"):
-        atomic_write(path, broken)
-    assert list(tmp_path.iterdir()) == []  # neither the file nor a temporary
-    # Over an existing file: the old content survives untouched.
-    path.write_bytes(b"the old, complete content")
-    with pytest.raises(RuntimeError):
-        atomic_write(path, broken)
-    assert path.read_bytes() == b"the old, complete content"
-    assert list(tmp_path.iterdir()) == [path]
-    atomic_write(path, lambda tmp: tmp.write_bytes(b"new"))
-    assert path.read_bytes() == b"new"
-    assert list(tmp_path.iterdir()) == [path]
 
 
 def test_a_failing_save_keeps_the_previous_checkpoint(tmp_path: Path, monkeypatch) -> None:
