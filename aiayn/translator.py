@@ -6,13 +6,16 @@
 Sentences are sorted by length and batched under a token budget; results come back in input
 order. Bad input is handled, never fatal: an empty line gives an empty translation (EOS alone,
 scored by the model), a line longer than any seen in training is translated with a warning
-(sinusoids extend to any position), and unknown characters go through the tokenizer's bytes.
+(sinusoids extend to any position), a line over ``max_input_tokens`` (default: the model's
+usable length, at most 1024 tokens) is not translated at all and gives an empty n-best list
+(so a 1 MB line never reaches the search, whose memory grows with S times T), and unknown
+characters go through the tokenizer's bytes.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +33,7 @@ log = logging.getLogger(__name__)
 MODEL_FILE = "model.safetensors"
 TOKENIZER_KEY = "tokenizer"  # checkpoint metadata: Tokenizer.to_str()
 TRAINED_LENGTH_KEY = "max_train_length"  # checkpoint metadata: longest sequence (tokens) trained on
+DEFAULT_INPUT_LIMIT = 1024  # tokens of one input line (without EOS) when none is given
 
 
 def resolve_checkpoint(path: str | Path) -> Path:
@@ -73,6 +77,7 @@ class Translator:
     max_sentences: int = 128
     cached: bool = True
     trained_length: int | None = None
+    max_input_tokens: int | None = None  # None: the model's usable length, at most 1024
 
     def __post_init__(self) -> None:
         self.model.eval()
@@ -86,17 +91,26 @@ class Translator:
     def device(self) -> torch.device:
         return self.model.embedding.device
 
+    @property
+    def input_limit(self) -> int:
+        """The most tokens (EOS not counted) a line may have to be translated.
+
+        ``max_input_tokens`` if given, else 1024; a learned positional table caps it at its
+        size less the EOS position (sinusoids extend to any position).
+        """
+        limit = self.max_input_tokens if self.max_input_tokens is not None else DEFAULT_INPUT_LIMIT
+        cfg = self.model.config
+        if cfg.positions == "learned":
+            limit = min(limit, cfg.max_positions - 1)
+        return limit
+
     def encode(self, lines: Sequence[str], first_line: int = 1) -> list[list[int]]:
         """Token ids of each line (no specials), with a warning for lines beyond training."""
         ids = self.tokenizer.encode_batch(list(lines))
-        cfg = self.model.config
         for n, x in enumerate(ids):
             length = len(x) + 1  # with EOS
-            if cfg.positions == "learned" and length > cfg.max_positions:
-                raise UserError(
-                    f"line {first_line + n}: {length} tokens, more than the {cfg.max_positions} "
-                    "positions of the model's learned positional table"
-                )
+            if len(x) > self.input_limit:
+                continue  # not translated (see translate)
             if self.trained_length is not None and length > self.trained_length:
                 log.warning(
                     "line %d: %d tokens, longer than any sequence in training (%d); translating "
@@ -145,11 +159,35 @@ class Translator:
         return results
 
     def translate(
-        self, lines: Sequence[str], first_line: int = 1
+        self,
+        lines: Sequence[str],
+        first_line: int = 1,
+        on_skip: Callable[[int, int], None] | None = None,
     ) -> list[list[tuple[str, Hypothesis]]]:
-        """(detokenized text, hypothesis) n-best lists of each line, in input order."""
-        hyps = self.translate_ids(self.encode(lines, first_line))
-        return [[(self.tokenizer.decode(h.tokens), h) for h in hs] for hs in hyps]
+        """(detokenized text, hypothesis) n-best lists of each line, in input order.
+
+        A line of more than ``input_limit`` tokens gets an empty list and is reported to
+        ``on_skip(line_number, n_tokens)`` (default: a warning in the log).
+        """
+        ids = self.encode(lines, first_line)
+        limit = self.input_limit
+        keep = [i for i, x in enumerate(ids) if len(x) <= limit]
+        for i, x in enumerate(ids):
+            if len(x) > limit:
+                if on_skip is not None:
+                    on_skip(first_line + i, len(x))
+                else:
+                    log.warning(
+                        "line %d: %d tokens, over the limit of %d: not translated",
+                        first_line + i,
+                        len(x),
+                        limit,
+                    )
+        hyps = self.translate_ids([ids[i] for i in keep])
+        out: list[list[tuple[str, Hypothesis]]] = [[] for _ in ids]
+        for i, hs in zip(keep, hyps, strict=True):
+            out[i] = [(self.tokenizer.decode(h.tokens), h) for h in hs]
+        return out
 
 
 def load_checked(path: Path, device: str | torch.device) -> tuple[Transformer, dict[str, str]]:

@@ -3,7 +3,9 @@
 Every module of this package that defines ``add_arguments(parser)`` and ``run(args) -> int`` is
 a verb (``prepare``, ``train``, ``translate``, ...), its first docstring line the verb's help.
 Verb modules import heavy dependencies inside ``run`` so that ``aiayn --help`` stays fast.
-Errors a user can cause end with one line on stderr and exit status 2.
+Errors a user can cause end with one line on stderr and exit status 2 (a bad flag included:
+the parser prints one line, not its usage). Ctrl-C anywhere outside the training loop's own
+handler (which saves a checkpoint first) ends with one line and exit status 130.
 """
 
 from __future__ import annotations
@@ -30,7 +32,9 @@ def _verbs() -> dict[str, ModuleType]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    from aiayn.cli.common import Parser
+
+    parser = Parser(
         prog="aiayn",
         description="The Transformer of 'Attention Is All You Need', faithfully and visibly.",
     )
@@ -49,19 +53,35 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _out_of_memory(e: BaseException) -> bool:
+    text = str(e)
+    return isinstance(e, MemoryError) or "can't allocate memory" in text or "out of memory" in text
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``aiayn`` command."""
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    verb = "aiayn"
     try:
+        logging.basicConfig(level=logging.INFO, format="%(message)s")
+        parser = build_parser()  # imports every verb: Ctrl-C may come here already
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as e:  # a bad flag (one line printed) or --help: a code, in-process too
+            return e.code if isinstance(e.code, int) else int(e.code is not None)
+        verb = f"aiayn {args.verb}"
         return int(args._run(args) or 0)
     except UserError as e:
-        print(f"aiayn {args.verb}: error: {e}", file=sys.stderr)
+        print(f"{verb}: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"aiayn {args.verb}: interrupted", file=sys.stderr)
+        print(f"{verb}: interrupted", file=sys.stderr)
         return 130
+    except (MemoryError, RuntimeError) as e:
+        if not _out_of_memory(e):
+            raise
+        first = " ".join(str(e).split())[:200]
+        print(f"{verb}: error: out of memory; try smaller settings ({first})", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -22,11 +22,17 @@ from aiayn.errors import UserError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from aiayn.cli.common import integer
+
     parser.add_argument(
         "paths", nargs="+", metavar="RUN_OR_CHECKPOINT", help="run dirs, checkpoint dirs, files"
     )
     parser.add_argument(
-        "--last", type=int, default=5, metavar="N", help="average the last N (default 5; big: 20)"
+        "--last",
+        type=integer(1),
+        default=5,
+        metavar="N",
+        help="average the last N (default 5; big: 20)",
     )
     parser.add_argument("--out", required=True, metavar="FILE", help="the averaged model file")
     parser.add_argument("--force", action="store_true", help="replace an existing --out")
