@@ -190,14 +190,10 @@ class Translator:
         return out
 
 
-def load_checked(path: Path, device: str | torch.device) -> tuple[Transformer, dict[str, str]]:
-    """The model of a checkpoint; weights that do not fit its config are one clear UserError."""
-    from aiayn.checkpoint import load_state
-
-    state, config, meta = load_state(path)
-    model = Transformer(config)
-    expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
-    found = {k: tuple(v.shape) for k, v in state.items()}
+def check_fits(path: str | Path, config: Any, found: dict[str, tuple[int, ...]]) -> None:
+    """Raise one UserError naming path when the tensors' shapes do not fit the config."""
+    with torch.device("meta"):  # shapes only, nothing allocated
+        expected = {k: tuple(v.shape) for k, v in Transformer(config).state_dict().items()}
     problems = [f"{k} missing" for k in expected if k not in found]
     problems += [f"{k} unexpected" for k in found if k not in expected]
     problems += [
@@ -210,6 +206,27 @@ def load_checked(path: Path, device: str | torch.device) -> tuple[Transformer, d
         raise UserError(
             f"{path}: weights do not match the architecture stored with them: {problems[0]}{more}"
         )
+
+
+def check_file_fits(path: str | Path) -> None:
+    """check_fits for a safetensors file, reading only its header (no tensor data)."""
+    from safetensors import safe_open
+
+    from aiayn.checkpoint import read_config
+
+    config = read_config(path)
+    with safe_open(str(path), framework="pt") as f:
+        found = {k: tuple(f.get_slice(k).get_shape()) for k in f.keys()}  # noqa: SIM118
+    check_fits(path, config, found)
+
+
+def load_checked(path: Path, device: str | torch.device) -> tuple[Transformer, dict[str, str]]:
+    """The model of a checkpoint; weights that do not fit its config are one clear UserError."""
+    from aiayn.checkpoint import load_state
+
+    state, config, meta = load_state(path)
+    check_fits(path, config, {k: tuple(v.shape) for k, v in state.items()})
+    model = Transformer(config)
     model.load_state_dict(state)
     return model.to(device).eval(), meta
 

@@ -55,6 +55,10 @@ def run(args: argparse.Namespace) -> int:
     chosen = files[-args.last :]
     if out.resolve() in {f.resolve() for f in chosen}:
         raise UserError(f"{out}: is one of the checkpoints being averaged")
+    from aiayn.translator import check_file_fits
+
+    for f in chosen:  # an average of weights its config cannot load would be refused later
+        check_file_fits(f)
     meta = average_to_file(chosen, out)
     print(f"averaged {len(chosen)} checkpoint(s) into {out}:")
     for f in json.loads(meta["averaged_from"]):

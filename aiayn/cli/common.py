@@ -267,6 +267,18 @@ def config_from_args(
         raise UserError(str(e)) from None
 
 
+def output_file(path: str | Path | None, flag: str) -> None:
+    """An output file path must not name a directory (it would be replaced by a file)."""
+    if path is not None and Path(path).is_dir():
+        raise UserError(f"{flag} {path}: is a directory; give a file name")
+
+
+def output_dir(path: str | Path | None, flag: str) -> None:
+    """An output directory path must not name an existing file."""
+    if path is not None and Path(path).exists() and not Path(path).is_dir():
+        raise UserError(f"{flag} {path}: exists and is not a directory")
+
+
 def stderr(verb: str, message: str) -> None:
     """One line for the user on stderr, prefixed like the CLI's errors."""
     print(f"aiayn {verb}: {message}", file=sys.stderr, flush=True)

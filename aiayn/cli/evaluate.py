@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from aiayn.cli.common import integer
+from aiayn.cli.common import integer, output_file
 from aiayn.cli.translate import add_translator_args, read_lines, translator_from_args
 from aiayn.errors import UserError
 
@@ -118,6 +118,8 @@ def run(args: argparse.Namespace) -> int:
     from aiayn.evaluate import evaluate
     from aiayn.translator import resolve_checkpoint
 
+    output_file(args.json, "--json")
+    output_file(args.hyps, "--hyps")
     sources, references, data_tokenizer = load_test_set(args)
     translator = translator_from_args(args, fallback_tokenizer=data_tokenizer)
     report = evaluate(translator, sources, references)

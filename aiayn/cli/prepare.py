@@ -207,6 +207,12 @@ def open_corpus(args: argparse.Namespace, langs: tuple[str, str], cache: Path):
         return simple.numbers_corpus(other, n, seed=args.seed)
     if args.source in ("copy", "reverse"):
         return simple.synthetic_corpus(args.source, n, seed=args.seed)
+    for flag in ("--src", "--tgt", "--tsv"):
+        path = getattr(args, flag[2:])
+        if path is not None and path.is_dir():
+            raise UserError(f"{flag} {path}: is a directory, not a text file")
+        if path is not None and path.is_file() and path.stat().st_size == 0:
+            raise UserError(f"{flag} {path}: is empty")
     return simple.files_corpus(langs, args.src, args.tgt, args.tsv, errors=args.errors)
 
 

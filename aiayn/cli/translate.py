@@ -31,7 +31,15 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from aiayn.cli.common import add_config_args, config_from_args, integer, load_toml, stderr
+from aiayn.cli.common import (
+    add_config_args,
+    config_from_args,
+    integer,
+    load_toml,
+    output_dir,
+    output_file,
+    stderr,
+)
 from aiayn.config import DecodeConfig
 from aiayn.errors import UserError
 
@@ -152,6 +160,8 @@ def format_nbest(index: int, results: list[tuple[str, Any]], nbest: int) -> list
 def run(args: argparse.Namespace) -> int:
     from aiayn.checkpoint import atomic_write
 
+    output_file(args.output, "--output")
+    output_dir(args.attention, "--attention")
     translator = translator_from_args(args)
     nbest = translator.config.nbest
     attention = Path(args.attention) if args.attention else None

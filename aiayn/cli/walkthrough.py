@@ -35,9 +35,10 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from aiayn.checkpoint import atomic_write
-    from aiayn.cli.common import config_from_args
+    from aiayn.cli.common import config_from_args, output_file
     from aiayn.walkthrough import ProofError, WalkthroughConfig, build, render_html, render_text
 
+    output_file(args.html, "--html")
     cfg = config_from_args(WalkthroughConfig, args)
     try:
         doc = build(cfg)
