@@ -775,6 +775,11 @@ HAND = [
         "sinusoidal positions need an even d_model",
     ),
     Case(
+        "train-d-ff-beyond-memory",
+        (*TRAIN, "--d-ff", str(10**13)),
+        "out of memory; try smaller settings",
+    ),
+    Case(
         "train-resume-no-run", ("train", "--run", "{tmp}/none", "--resume"), "no such run directory"
     ),
     Case(
