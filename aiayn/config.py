@@ -160,6 +160,7 @@ class TrainConfig:
             v = getattr(self, name)
             _check(v >= 0 and math.isfinite(v), name, f"must be >= 0, got {v}")
         _check(self.max_bad_steps >= 1, "max_bad_steps", f"must be >= 1, got {self.max_bad_steps}")
+        _check(0 <= self.seed < 2**32, "seed", f"must be in [0, 2^32), got {self.seed}")
         _check(
             self.clip_norm >= 0 and math.isfinite(self.clip_norm),
             "clip_norm",

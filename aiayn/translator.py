@@ -6,14 +6,17 @@
 Sentences are sorted by length and batched under a token budget; results come back in input
 order. Bad input is handled, never fatal: an empty line gives an empty translation (EOS alone,
 scored by the model), a line longer than any seen in training is translated with a warning
-(sinusoids extend to any position), and unknown characters go through the tokenizer's bytes.
+(sinusoids extend to any position), a line over ``max_input_tokens`` (default: the model's
+usable length, at most 1024 tokens) is not translated at all and gives an empty n-best list
+(so a 1 MB line never reaches the search, whose memory grows with S times T), and unknown
+characters go through the tokenizer's bytes.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +34,7 @@ log = logging.getLogger(__name__)
 MODEL_FILE = "model.safetensors"
 TOKENIZER_KEY = "tokenizer"  # checkpoint metadata: Tokenizer.to_str()
 TRAINED_LENGTH_KEY = "max_train_length"  # checkpoint metadata: longest sequence (tokens) trained on
+DEFAULT_INPUT_LIMIT = 1024  # tokens of one input line (without EOS) when none is given
 
 
 def resolve_checkpoint(path: str | Path) -> Path:
@@ -72,6 +76,7 @@ class Translator:
     max_sentences: int = 128
     cached: bool = True
     trained_length: int | None = None
+    max_input_tokens: int | None = None  # None: the model's usable length, at most 1024
 
     def __post_init__(self) -> None:
         self.model.eval()
@@ -85,17 +90,26 @@ class Translator:
     def device(self) -> torch.device:
         return self.model.embedding.device
 
+    @property
+    def input_limit(self) -> int:
+        """The most tokens (EOS not counted) a line may have to be translated.
+
+        ``max_input_tokens`` if given, else 1024; a learned positional table caps it at its
+        size less the EOS position (sinusoids extend to any position).
+        """
+        limit = self.max_input_tokens if self.max_input_tokens is not None else DEFAULT_INPUT_LIMIT
+        cfg = self.model.config
+        if cfg.positions == "learned":
+            limit = min(limit, cfg.max_positions - 1)
+        return limit
+
     def encode(self, lines: Sequence[str], first_line: int = 1) -> list[list[int]]:
         """Token ids of each line (no specials), with a warning for lines beyond training."""
         ids = self.tokenizer.encode_batch(list(lines))
-        cfg = self.model.config
         for n, x in enumerate(ids):
             length = len(x) + 1  # with EOS
-            if cfg.positions == "learned" and length > cfg.max_positions:
-                raise UserError(
-                    f"line {first_line + n}: {length} tokens, more than the {cfg.max_positions} "
-                    "positions of the model's learned positional table"
-                )
+            if len(x) > self.input_limit:
+                continue  # not translated (see translate)
             if self.trained_length is not None and length > self.trained_length:
                 log.warning(
                     "line %d: %d tokens, longer than any sequence in training (%d); translating "
@@ -156,28 +170,41 @@ class Translator:
         return results
 
     def translate(
-        self, lines: Sequence[str], first_line: int = 1
+        self,
+        lines: Sequence[str],
+        first_line: int = 1,
+        on_skip: Callable[[int, int], None] | None = None,
     ) -> list[list[tuple[str, Hypothesis]]]:
-        """(detokenized text, hypothesis) n-best lists of each line, in input order."""
-        hyps = self.translate_ids(self.encode(lines, first_line))
-        return [[(self.tokenizer.decode(h.tokens), h) for h in hs] for hs in hyps]
+        """(detokenized text, hypothesis) n-best lists of each line, in input order.
+
+        A line of more than ``input_limit`` tokens gets an empty list and is reported to
+        ``on_skip(line_number, n_tokens)`` (default: a warning in the log).
+        """
+        ids = self.encode(lines, first_line)
+        limit = self.input_limit
+        keep = [i for i, x in enumerate(ids) if len(x) <= limit]
+        for i, x in enumerate(ids):
+            if len(x) > limit:
+                if on_skip is not None:
+                    on_skip(first_line + i, len(x))
+                else:
+                    log.warning(
+                        "line %d: %d tokens, over the limit of %d: not translated",
+                        first_line + i,
+                        len(x),
+                        limit,
+                    )
+        hyps = self.translate_ids([ids[i] for i in keep])
+        out: list[list[tuple[str, Hypothesis]]] = [[] for _ in ids]
+        for i, hs in zip(keep, hyps, strict=True):
+            out[i] = [(self.tokenizer.decode(h.tokens), h) for h in hs]
+        return out
 
 
-def load_checked(
-    path: Path, device: str | torch.device, kernels: Kernels | None = None
-) -> tuple[Transformer, dict[str, str]]:
-    """The model of a checkpoint; weights that do not fit its config are one clear UserError.
-
-    ``kernels`` ("fast" or "plain") replaces the checkpoint's choice when given.
-    """
-    from aiayn.weights import load_state
-
-    state, config, meta = load_state(path)
-    if kernels is not None:
-        config = dataclasses.replace(config, kernels=kernels)
-    model = Transformer(config)
-    expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
-    found = {k: tuple(v.shape) for k, v in state.items()}
+def check_fits(path: str | Path, config: Any, found: dict[str, tuple[int, ...]]) -> None:
+    """Raise one UserError naming path when the tensors' shapes do not fit the config."""
+    with torch.device("meta"):  # shapes only, nothing allocated
+        expected = {k: tuple(v.shape) for k, v in Transformer(config).state_dict().items()}
     problems = [f"{k} missing" for k in expected if k not in found]
     problems += [f"{k} unexpected" for k in found if k not in expected]
     problems += [
@@ -190,6 +217,34 @@ def load_checked(
         raise UserError(
             f"{path}: weights do not match the architecture stored with them: {problems[0]}{more}"
         )
+
+
+def check_file_fits(path: str | Path) -> None:
+    """check_fits for a safetensors file, reading only its header (no tensor data)."""
+    from safetensors import safe_open
+
+    from aiayn.weights import read_config
+
+    config = read_config(path)
+    with safe_open(str(path), framework="pt") as f:
+        found = {k: tuple(f.get_slice(k).get_shape()) for k in f.keys()}  # noqa: SIM118
+    check_fits(path, config, found)
+
+
+def load_checked(
+    path: Path, device: str | torch.device, kernels: Kernels | None = None
+) -> tuple[Transformer, dict[str, str]]:
+    """The model of a checkpoint; weights that do not fit its config are one clear UserError.
+
+    ``kernels`` ("fast" or "plain") replaces the checkpoint's choice when given.
+    """
+    from aiayn.weights import load_state
+
+    state, config, meta = load_state(path)
+    check_fits(path, config, {k: tuple(v.shape) for k, v in state.items()})
+    if kernels is not None:
+        config = dataclasses.replace(config, kernels=kernels)
+    model = Transformer(config)
     model.load_state_dict(state)
     return model.to(device).eval(), meta
 

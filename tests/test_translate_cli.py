@@ -126,9 +126,9 @@ def test_interactive_stdin_streams(ckpt, capsys, monkeypatch) -> None:
     calls = []
     original = aiayn.translator.Translator.translate
 
-    def spy(self, lines, first_line=1):
+    def spy(self, lines, first_line=1, **kw):
         calls.append(list(lines))
-        return original(self, lines, first_line)
+        return original(self, lines, first_line, **kw)
 
     monkeypatch.setattr(aiayn.translator.Translator, "translate", spy)
     monkeypatch.setattr("sys.stdin", FakeStdin("a dog\n\nein Hund\n", tty=True))

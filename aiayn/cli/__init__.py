@@ -3,16 +3,23 @@
 Every module of this package that defines ``add_arguments(parser)`` and ``run(args) -> int`` is
 a verb (``prepare``, ``train``, ``translate``, ...), its first docstring line the verb's help.
 Verb modules import heavy dependencies inside ``run`` so that ``aiayn --help`` stays fast.
-Errors a user can cause end with one line on stderr and exit status 2.
+Errors a user can cause end with one line on stderr and exit status 2 (a bad flag included:
+the parser prints one line, not its usage). Ctrl-C anywhere outside the training loop's own
+handler (which saves a checkpoint first) ends with one line and exit status 130.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import logging
+import os
 import pkgutil
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 from types import ModuleType
 
 from aiayn.errors import UserError
@@ -30,7 +37,9 @@ def _verbs() -> dict[str, ModuleType]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    from aiayn.cli.common import Parser
+
+    parser = Parser(
         prog="aiayn",
         description="The Transformer of 'Attention Is All You Need', faithfully and visibly.",
     )
@@ -49,19 +58,65 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _out_of_memory(e: BaseException) -> bool:
+    text = str(e)
+    return isinstance(e, MemoryError) or "can't allocate memory" in text or "out of memory" in text
+
+
+def _exit_at_once(signum: int, frame: object) -> None:
+    """SIGINT while the verbs are imported: nothing is written yet, so stop here and now.
+
+    A KeyboardInterrupt raised inside ``import torch`` can be swallowed by the import machinery
+    of a dependency (numpy's, seen here: the command then carried on as if never interrupted),
+    so start-up does not rely on the exception.
+    """
+    sys.stderr.write("aiayn: interrupted\n")
+    sys.stderr.flush()
+    os._exit(130)
+
+
+@contextlib.contextmanager
+def _start_up() -> Iterator[None]:
+    """Ctrl-C ends the process at once inside this block (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, _exit_at_once)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``aiayn`` command."""
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    verb = "aiayn"
     try:
+        with _start_up():
+            logging.basicConfig(level=logging.INFO, format="%(message)s")
+            parser = build_parser()  # imports every verb, and torch with them
+            try:
+                args = parser.parse_args(argv)
+            except SystemExit as e:  # a bad flag (one line printed) or --help: its code
+                return e.code if isinstance(e.code, int) else int(e.code is not None)
+        verb = f"aiayn {args.verb}"
         return int(args._run(args) or 0)
     except UserError as e:
-        print(f"aiayn {args.verb}: error: {e}", file=sys.stderr)
+        print(f"{verb}: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"aiayn {args.verb}: interrupted", file=sys.stderr)
+        print(f"{verb}: interrupted", file=sys.stderr)
         return 130
+    except OSError as e:  # the file system's answer about a path the user gave: one line
+        where = " -> ".join(str(f) for f in (e.filename, e.filename2) if f is not None)
+        print(f"{verb}: error: {where or 'I/O'}: {e.strerror or e}", file=sys.stderr)
+        return 1
+    except (MemoryError, RuntimeError) as e:
+        if not _out_of_memory(e):
+            raise
+        first = " ".join(str(e).split())[:200]
+        print(f"{verb}: error: out of memory; try smaller settings ({first})", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

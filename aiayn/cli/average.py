@@ -23,11 +23,17 @@ from aiayn.errors import UserError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from aiayn.cli.common import integer
+
     parser.add_argument(
         "paths", nargs="+", metavar="RUN_OR_CHECKPOINT", help="run dirs, checkpoint dirs, files"
     )
     parser.add_argument(
-        "--last", type=int, default=5, metavar="N", help="average the last N (default 5; big: 20)"
+        "--last",
+        type=integer(1),
+        default=5,
+        metavar="N",
+        help="average the last N (default 5; big: 20)",
     )
     parser.add_argument("--out", required=True, metavar="FILE", help="the averaged model file")
     parser.add_argument("--force", action="store_true", help="replace an existing --out")
@@ -65,6 +71,10 @@ def _run(args: argparse.Namespace) -> int:
     chosen = files[-args.last :]
     if out.resolve() in {f.resolve() for f in chosen}:
         raise UserError(f"{out}: is one of the checkpoints being averaged")
+    from aiayn.translator import check_file_fits
+
+    for f in chosen:  # an average of weights its config cannot load would be refused later
+        check_file_fits(f)
     meta = average_to_file(chosen, out)
     print(f"averaged {len(chosen)} checkpoint(s) into {out}:")
     for f in json.loads(meta["averaged_from"]):

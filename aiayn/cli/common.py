@@ -1,22 +1,91 @@
 """What every verb shares: flags generated from the config dataclasses, TOML configs, errors.
 
 Precedence of settings: preset < ``--config file.toml`` < flags. A TOML file has one table per
-config: ``[model]``, ``[train]``, ``[decode]``.
+config: ``[model]``, ``[train]``, ``[decode]``. Every value is checked before it is used: a
+flag by its argparse type (``integer``, ``real``: the range in the message), a TOML value
+against its dataclass field's type, then the config's own ``__post_init__``; the message names
+the setting, and the file when the value came from one.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
+import sys
 import tomllib
 import types
 import typing
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from aiayn.errors import UserError
 
 SECTIONS = {"ModelConfig": "model", "TrainConfig": "train", "DecodeConfig": "decode"}
+
+
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line (argparse prints the whole usage first)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _bounds(lo: float | None, hi: float | None, lo_open: bool, hi_open: bool) -> str:
+    parts = []
+    if lo is not None:
+        parts.append(f"{'>' if lo_open else '>='} {lo:g}")
+    if hi is not None:
+        parts.append(f"{'<' if hi_open else '<='} {hi:g}")
+    return " and ".join(parts)
+
+
+def integer(lo: int | None = None, hi: int | None = None, why: str = "") -> Callable[[str], int]:
+    """An argparse type: an integer in [lo, hi]; the message names the range (and why)."""
+
+    def convert(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+        if (lo is not None and value < lo) or (hi is not None and value > hi):
+            reason = f" ({why})" if why else ""
+            raise argparse.ArgumentTypeError(
+                f"must be an integer {_bounds(lo, hi, False, False)}{reason}, got {text!r}"
+            )
+        return value
+
+    convert.__name__ = "integer"
+    return convert
+
+
+def real(
+    lo: float | None = None,
+    hi: float | None = None,
+    lo_open: bool = False,
+    hi_open: bool = False,
+) -> Callable[[str], float]:
+    """An argparse type: a finite number in the range (NaN and infinities refused)."""
+
+    def convert(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+        if (
+            (lo is not None and (value < lo or (lo_open and value == lo)))
+            or (hi is not None and (value > hi or (hi_open and value == hi)))
+        ):  # fmt: skip
+            raise argparse.ArgumentTypeError(
+                f"must be a number {_bounds(lo, hi, lo_open, hi_open)}, got {text!r}"
+            )
+        return value
+
+    convert.__name__ = "real"
+    return convert
 
 
 def _flag_type(hint: Any) -> tuple[Any, list[Any] | None, bool]:
@@ -26,11 +95,20 @@ def _flag_type(hint: Any) -> tuple[Any, list[Any] | None, bool]:
     if origin in (typing.Union, types.UnionType):
         inner = next(a for a in args if a is not type(None))
         conv, choices, is_bool = _flag_type(inner)
-        return (lambda s: None if s.lower() == "none" else conv(s)), choices, is_bool
+
+        def optional(s: str) -> Any:
+            return None if s.lower() == "none" else conv(s)
+
+        optional.__name__ = getattr(conv, "__name__", "value")
+        return optional, choices, is_bool
     if origin is typing.Literal:
         return str, list(args), False
     if hint is bool:
         return bool, None, True
+    if hint is float:
+        return real(), None, False
+    if hint is int:
+        return integer(), None, False
     return hint, None, False
 
 
@@ -65,8 +143,54 @@ def add_config_args(parser: argparse.ArgumentParser, cls: type, skip: tuple[str,
             )
 
 
+def _toml_value(hint: Any, value: Any) -> Any:
+    """value converted to a field of type hint, or ValueError with what was expected."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        if isinstance(value, str) and value.lower() == "none":  # TOML has no null
+            return None
+        inner = next(a for a in args if a is not type(None))
+        try:
+            return _toml_value(inner, value)
+        except ValueError as e:
+            raise ValueError(f'{e} (or "none")') from None
+    if origin is typing.Literal:
+        if value not in args:
+            raise ValueError(f"must be one of {', '.join(map(str, args))}")
+        return value
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise ValueError("must be true or false")
+        return value
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError("must be an integer")
+        return value
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError("must be a number")
+        if not math.isfinite(value):
+            raise ValueError("must be a finite number")
+        return float(value)
+    if hint is str:
+        if not isinstance(value, str):
+            raise ValueError("must be a string")
+        return value
+    return value
+
+
+class TomlTables(dict):
+    """The tables of a TOML config, remembering the file they came from (for messages)."""
+
+    path: Path | None = None
+
+
 def load_toml(path: str | Path | None) -> dict[str, Any]:
-    """The tables of a TOML config file, or {} for None; a bad file is a UserError naming it."""
+    """The tables of a TOML config file, or {} for None; a bad file is a UserError naming it.
+
+    Every value is checked against its config field's type (and converted: 1 -> 1.0 for a
+    float field), so ``warmup = "ten"`` is "FILE: [train] warmup: must be an integer".
+    """
     if path is None:
         return {}
     p = Path(path)
@@ -75,8 +199,14 @@ def load_toml(path: str | Path | None) -> dict[str, Any]:
             data = tomllib.load(fh)
     except FileNotFoundError:
         raise UserError(f"{p}: config file not found") from None
+    except IsADirectoryError:
+        raise UserError(f"{p}: is a directory, not a TOML config file") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{p}: not UTF-8 text, so not a TOML config file") from None
     except tomllib.TOMLDecodeError as e:
         raise UserError(f"{p}: not valid TOML: {e}") from None
+    except OSError as e:
+        raise UserError(f"{p}: cannot read ({e.strerror or e})") from None
     unknown = sorted(set(data) - set(SECTIONS.values()))
     if unknown:
         raise UserError(
@@ -84,29 +214,71 @@ def load_toml(path: str | Path | None) -> dict[str, Any]:
         )
     from aiayn import config
 
+    tables = TomlTables()
+    tables.path = p
     for cls_name, table in SECTIONS.items():
-        names = {f.name for f in dataclasses.fields(getattr(config, cls_name))}
-        bad = sorted(set(data.get(table, {})) - names)
+        if table not in data:
+            continue
+        if not isinstance(data[table], dict):
+            raise UserError(f"{p}: {table} must be a table ([{table}]), got {data[table]!r}")
+        cls = getattr(config, cls_name)
+        names = {f.name for f in dataclasses.fields(cls)}
+        bad = sorted(set(data[table]) - names)
         if bad:
             raise UserError(f"{p}: unknown setting(s) in [{table}]: {', '.join(bad)}")
-    return data
+        hints = typing.get_type_hints(cls)
+        checked = {}
+        for name, value in data[table].items():
+            try:
+                checked[name] = _toml_value(hints[name], value)
+            except ValueError as e:
+                raise UserError(f"{p}: [{table}] {name}: {e}, got {value!r}") from None
+        tables[table] = checked
+    return tables
 
 
 def config_from_args(
     cls: type, args: argparse.Namespace, base: Any = None, toml: dict[str, Any] | None = None
 ) -> Any:
-    """Build ``cls`` from base (a preset) < the TOML table < the flags that were given."""
+    """Build ``cls`` from base (a preset) < the TOML table < the flags that were given.
+
+    A value the config refuses is a UserError naming the field, and the TOML file when the
+    TOML table alone (on top of the base) is refused.
+    """
     base = base if base is not None else cls()
-    overrides: dict[str, Any] = dict((toml or {}).get(SECTIONS.get(cls.__name__, ""), {}))
+    from_toml: dict[str, Any] = dict((toml or {}).get(SECTIONS.get(cls.__name__, ""), {}))
     names = {f.name for f in dataclasses.fields(cls)}
-    bad = sorted(set(overrides) - names)
+    bad = sorted(set(from_toml) - names)
     if bad:
         raise UserError(f"unknown {SECTIONS.get(cls.__name__)} setting(s): {', '.join(bad)}")
+    where = getattr(toml, "path", None)
+    try:
+        base = dataclasses.replace(base, **from_toml)
+    except (ValueError, TypeError) as e:
+        raise UserError(f"{where}: {e}" if where else str(e)) from None
+    flags = {}
     for name in names:
         key = f"{cls.__name__}.{name}"
         if hasattr(args, key):
-            overrides[name] = getattr(args, key)
+            flags[name] = getattr(args, key)
     try:
-        return dataclasses.replace(base, **overrides)
+        return dataclasses.replace(base, **flags)
     except (ValueError, TypeError) as e:
         raise UserError(str(e)) from None
+
+
+def output_file(path: str | Path | None, flag: str) -> None:
+    """An output file path must not name a directory (it would be replaced by a file)."""
+    if path is not None and Path(path).is_dir():
+        raise UserError(f"{flag} {path}: is a directory; give a file name")
+
+
+def output_dir(path: str | Path | None, flag: str) -> None:
+    """An output directory path must not name an existing file."""
+    if path is not None and Path(path).exists() and not Path(path).is_dir():
+        raise UserError(f"{flag} {path}: exists and is not a directory")
+
+
+def stderr(verb: str, message: str) -> None:
+    """One line for the user on stderr, prefixed like the CLI's errors."""
+    print(f"aiayn {verb}: {message}", file=sys.stderr, flush=True)

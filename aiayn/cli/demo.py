@@ -72,16 +72,19 @@ DEMO_TRAIN_FLAGS = [
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from aiayn.cli.common import integer, real
+    from aiayn.cli.prepare import MIN_VOCAB
+
     parser.add_argument("--run", default="runs/demo", help="run directory (default runs/demo)")
     parser.add_argument(
         "--steps",
-        type=int,
+        type=integer(0),
         default=DEMO_STEPS,
         help=f"training steps (default {DEMO_STEPS}; 0: the minutes decide)",
     )
     parser.add_argument(
         "--minutes",
-        type=float,
+        type=real(0.0, lo_open=True),
         default=DEMO_MINUTES,
         help=f"at most this many minutes of training (default {DEMO_MINUTES:g}); with --resume, "
         "the minutes to train on",
@@ -111,13 +114,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--max-words",
-        type=int,
+        type=integer(0),
         default=DEMO_MAX_WORDS,
         help=f"demo subset: at most N words a side (default {DEMO_MAX_WORDS})",
     )
     parser.add_argument(
         "--min-words",
-        type=int,
+        type=integer(0),
         default=DEMO_MIN_WORDS,
         help=f"demo subset: at least N words on the longer side (default {DEMO_MIN_WORDS})",
     )
@@ -127,19 +130,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"packaged parts to keep, of help, ui, ding (default {DEMO_ORIGINS})",
     )
     parser.add_argument(
-        "--vocab-size", type=int, default=DEMO_VOCAB, help=f"shared BPE (default {DEMO_VOCAB})"
+        "--vocab-size",
+        type=integer(MIN_VOCAB, why="the 256 bytes and 4 special tokens of the byte-level BPE"),
+        default=DEMO_VOCAB,
+        help=f"shared BPE (default {DEMO_VOCAB})",
     )
     parser.add_argument(
         "--average",
-        type=int,
+        type=integer(1),
         default=DEMO_AVERAGE,
         help=f"checkpoints to average, one every {DEMO_SAVE_EVERY} steps (default {DEMO_AVERAGE})",
     )
     parser.add_argument(
-        "--threads", type=int, default=0, help="intra-op threads (default: all cores)"
+        "--threads", type=integer(0), default=0, help="intra-op threads (default: all cores)"
     )
     parser.add_argument(
-        "--test-limit", type=int, default=0, help="score only the first N test sentences"
+        "--test-limit", type=integer(0), default=0, help="score only the first N test sentences"
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
 

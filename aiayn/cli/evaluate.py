@@ -18,6 +18,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from aiayn.cli.common import integer, output_file
 from aiayn.cli.translate import add_translator_args, read_lines, translator_from_args
 from aiayn.errors import UserError
 
@@ -29,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--src", metavar="FILE", default=None, help="source sentences")
     parser.add_argument("--ref", metavar="FILE", default=None, help="reference translations")
     parser.add_argument(
-        "--limit", type=int, default=None, metavar="N", help="only the first N sentences"
+        "--limit", type=integer(1), default=None, metavar="N", help="only the first N sentences"
     )
     parser.add_argument("--json", metavar="FILE", default=None, help="write the report as JSON")
     parser.add_argument("--hyps", metavar="FILE", default=None, help="write the translations")
@@ -118,6 +119,8 @@ def run(args: argparse.Namespace) -> int:
     from aiayn.storage import atomic_write
     from aiayn.translator import resolve_checkpoint
 
+    output_file(args.json, "--json")
+    output_file(args.hyps, "--hyps")
     sources, references, data_tokenizer = load_test_set(args)
     translator = translator_from_args(args, fallback_tokenizer=data_tokenizer)
     report = evaluate(translator, sources, references)

@@ -17,8 +17,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from aiayn.errors import UserError
     from aiayn.train.metrics import plot_metrics
 
+    if args.out is not None and Path(args.out).exists() and not Path(args.out).is_dir():
+        raise UserError(f"--out {args.out}: exists and is not a directory")
     written = plot_metrics(args.run, args.out)
     if not written:
         print(f"{args.run}: no train or valid events to plot yet")

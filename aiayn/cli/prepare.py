@@ -31,7 +31,12 @@ DEFAULT_VOCAB = {
 DEFAULT_PAIRS = {"numbers": 20000, "copy": 10000, "reverse": 10000}
 
 
+# The byte-level BPE starts from the 256 bytes and the 4 special tokens (aiayn.data.bpe).
+MIN_VOCAB = 260
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from aiayn.cli.common import integer, real
     from aiayn.data.corpora import SOURCES
 
     # DEVIATION(5.1): the default corpus is the packaged EN-DE one that any Debian machine can
@@ -45,7 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--vocab-size",
-        type=int,
+        type=integer(MIN_VOCAB, why="the 256 bytes and 4 special tokens of the byte-level BPE"),
         default=None,
         help="shared BPE vocabulary, specials included (default: 37000 wmt14, 8000 packaged/"
         "multi30k/files, 1000 numbers, 300 copy/reverse)",
@@ -64,24 +69,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="invalid UTF-8: stop with the file and line (strict, default) or replace and count",
     )
     parser.add_argument(
-        "--max-len", type=int, default=250, help="max BPE tokens per side, train (default 250)"
+        "--max-len",
+        type=integer(1),
+        default=250,
+        help="max BPE tokens per side, train (default 250)",
     )
     parser.add_argument(
         "--max-ratio",
-        type=float,
+        type=real(1.0),
         default=3.0,
         help="max ratio of the sides' lengths in UTF-8 bytes (+10), train (default 3.0)",
     )
     parser.add_argument(
         "--max-words",
-        type=int,
+        type=integer(0),
         default=0,
         help="keep only pairs of at most N words a side, in every split (a subset of short "
         "sentences; default 0: no limit)",
     )
     parser.add_argument(
         "--min-words",
-        type=int,
+        type=integer(0),
         default=0,
         help="keep only pairs whose longer side has at least N words, in every split (default 0)",
     )
@@ -92,18 +100,37 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(LibreOffice UI strings) and ding (Ding's example sentences; EN-DE only) "
         "(default: all)",
     )
-    parser.add_argument("--num-pairs", type=int, help="numbers/copy/reverse: pairs to generate")
-    parser.add_argument("--valid-share", type=float, default=0.02, help="hash split (default 0.02)")
-    parser.add_argument("--test-share", type=float, default=0.02, help="hash split (default 0.02)")
-    parser.add_argument("--min-frequency", type=int, default=2, help="BPE merges (default 2)")
+    parser.add_argument(
+        "--num-pairs", type=integer(1), help="numbers/copy/reverse: pairs to generate"
+    )
+    parser.add_argument(
+        "--valid-share",
+        type=real(0.0, 0.5, hi_open=True),
+        default=0.02,
+        help="hash split (default 0.02)",
+    )
+    parser.add_argument(
+        "--test-share",
+        type=real(0.0, 0.5, hi_open=True),
+        default=0.02,
+        help="hash split (default 0.02)",
+    )
+    parser.add_argument(
+        "--min-frequency", type=integer(1), default=2, help="BPE merges (default 2)"
+    )
     parser.add_argument(
         "--bpe-max-pairs",
-        type=int,
+        type=integer(0),
         default=300_000,
         help="learn the BPE on at most this many training pairs, evenly spaced; 0: all "
         "(default 300000; bounds the memory at WMT scale)",
     )
-    parser.add_argument("--seed", type=int, default=1, help="split hash and generators (default 1)")
+    parser.add_argument(
+        "--seed",
+        type=integer(0, 2**63 - 1),
+        default=1,
+        help="split hash and generators (default 1)",
+    )
     parser.add_argument(
         "--cache-dir",
         type=Path,
@@ -123,6 +150,17 @@ def _lang_pair(args: argparse.Namespace) -> tuple[str, str]:
     if len(parts) != 2 or not all(p.isalnum() for p in parts) or parts[0] == parts[1]:
         raise UserError(f"--lang-pair must look like en-de, got {pair!r}")
     return parts[0], parts[1]
+
+
+# Flags that only one kind of source reads: given with another, they would be silently ignored.
+_ONLY_FOR = {
+    "--num-pairs": ("numbers", "copy", "reverse"),
+    "--src": ("files",),
+    "--tgt": ("files",),
+    "--tsv": ("files",),
+    "--multi30k-dir": ("multi30k",),
+    "--mirror": ("multi30k", "wmt14"),
+}
 
 
 def open_corpus(args: argparse.Namespace, langs: tuple[str, str], cache: Path):
@@ -145,6 +183,10 @@ def open_corpus(args: argparse.Namespace, langs: tuple[str, str], cache: Path):
         )
     if args.origins:
         raise UserError(f"--origins applies to --source packaged, not {args.source}")
+    for flag, sources in _ONLY_FOR.items():
+        given = getattr(args, flag.lstrip("-").replace("-", "_")) is not None
+        if given and args.source not in sources:
+            raise UserError(f"{flag} applies to --source {' or '.join(sources)}, not {args.source}")
     if args.source == "multi30k":
         from aiayn.data.corpora.multi30k import BASE_URL, multi30k_corpus
 
@@ -165,6 +207,12 @@ def open_corpus(args: argparse.Namespace, langs: tuple[str, str], cache: Path):
         return simple.numbers_corpus(other, n, seed=args.seed)
     if args.source in ("copy", "reverse"):
         return simple.synthetic_corpus(args.source, n, seed=args.seed)
+    for flag in ("--src", "--tgt", "--tsv"):
+        path = getattr(args, flag[2:])
+        if path is not None and path.is_dir():
+            raise UserError(f"{flag} {path}: is a directory, not a text file")
+        if path is not None and path.is_file() and path.stat().st_size == 0:
+            raise UserError(f"{flag} {path}: is empty")
     return simple.files_corpus(langs, args.src, args.tgt, args.tsv, errors=args.errors)
 
 
@@ -207,7 +255,7 @@ def run(args: argparse.Namespace) -> int:
     opts = PrepareOptions(
         src_lang=langs[0],
         tgt_lang=langs[1],
-        vocab_size=args.vocab_size or DEFAULT_VOCAB[args.source],
+        vocab_size=args.vocab_size if args.vocab_size is not None else DEFAULT_VOCAB[args.source],
         min_frequency=args.min_frequency,
         bpe_max_pairs=args.bpe_max_pairs,
         max_len=args.max_len,

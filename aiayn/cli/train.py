@@ -73,8 +73,11 @@ def _configs(args: argparse.Namespace, vocab_size: int) -> tuple[ModelConfig, Tr
         if args.preset is not None or args.schedule is not None:
             raise UserError("--resume keeps the run's config; change single settings with flags")
         saved = _read_config(Path(args.run))
-        base_model = from_dict(ModelConfig, saved["model"])
-        base_train = from_dict(TrainConfig, saved["train"])
+        try:
+            base_model = from_dict(ModelConfig, saved["model"])
+            base_train = from_dict(TrainConfig, saved["train"])
+        except (ValueError, TypeError, KeyError) as e:
+            raise UserError(f"{args.run}/config.json: not the config of a run ({e})") from None
     else:
         preset = args.preset or "base"
         base_model = model_preset(preset, vocab_size=vocab_size)
@@ -140,6 +143,40 @@ def _check_tokenizer(run: Path, tokenizer: Any) -> None:
         raise UserError(f"{latest}: trained with another tokenizer than that of the --data given")
 
 
+def _check_trainer_state(run: Path) -> None:
+    """On resume, the latest checkpoint's trainer.pt must be there and readable without pickle.
+
+    A missing, truncated or pickled (not torch.save's zip) file is one UserError naming it; it
+    is opened with ``weights_only=True`` and memory-mapped, so nothing runs and little is read.
+    """
+    import zipfile
+
+    import torch
+
+    from aiayn.train import latest_checkpoint
+    from aiayn.train.checkpointing import TRAINER_FILE
+
+    latest = latest_checkpoint(run)
+    if latest is None:
+        return  # the session says there is nothing to resume
+    path = latest / TRAINER_FILE
+    if not path.is_file():
+        raise UserError(f"{path}: missing, so {latest.name} cannot be resumed")
+    if not zipfile.is_zipfile(path):  # torch.save writes a zip archive; its index is at the end
+        raise UserError(
+            f"{path}: not a trainer state written by aiayn train (not a complete torch.save "
+            "archive: truncated, or pickled by something else)"
+        )
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except Exception as e:  # torch raises RuntimeError, UnpicklingError, EOFError, ... here
+        first = " ".join(str(e).split())[:160]
+        raise UserError(f"{path}: not a readable trainer state ({first})") from None
+    keys = ("optimizer", "progress", "rng")
+    if not isinstance(state, dict) or any(k not in state for k in keys):
+        raise UserError(f"{path}: not a trainer state of aiayn train (needs {', '.join(keys)})")
+
+
 class _Progress:
     """The terminal view: a tqdm bar (step, loss, ppl, lr, tokens/s, time left) and events."""
 
@@ -202,6 +239,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--bf16: bf16 autocast is for CUDA devices; this run is on the CPU")
     if args.resume and not run_dir.is_dir():
         raise UserError(f"{run_dir}: --resume given but there is no such run directory")
+    if run_dir.exists() and not run_dir.is_dir():
+        raise UserError(f"--run {run_dir}: exists and is not a directory")
     main = int(os.environ.get("RANK", "0")) == 0
     # A run that another training holds is refused before anything is loaded (train locks too).
     lock = DirectoryLock(run_dir, what="training") if main and run_dir.is_dir() else None
@@ -221,6 +260,7 @@ def _run(args: argparse.Namespace, run_dir: Path, device: Any, main: bool) -> in
     model_cfg, train_cfg = _configs(args, data.tokenizer.vocab_size)
     if args.resume:
         _check_tokenizer(run_dir, data.tokenizer)
+        _check_trainer_state(run_dir)
     if main:
         n_params = _count_parameters(model_cfg)
         print(

@@ -7,9 +7,16 @@ as it is typed; from a file or a pipe the lines are batched by length.
 --checkpoint takes a model file (.safetensors, e.g. from `aiayn average`), a checkpoint
 directory, or a run directory (its latest checkpoint).
 
+The output has exactly one line per input line (N lines with --nbest N), in order. A line of
+more BPE tokens than --max-input-tokens (default: the model's usable length, at most 1024) is
+not translated: stderr names its line number (from 1) and its output line is empty.
+
 With --nbest N > 1 each input line gives N lines, best first, in the Moses n-best format:
     LINE ||| TRANSLATION ||| logprob=LOG_P length=|Y| ||| SCORE
-LINE counts from 0, |Y| counts the output tokens with EOS, SCORE = LOG_P / lp(|Y|).
+LINE counts from 0, |Y| counts the output tokens with EOS, SCORE = LOG_P / lp(|Y|). Where fewer
+than N translations exist (an empty line has one, the empty sentence; a line over the limit
+none), the rest are placeholders with an empty translation: LINE |||  ||| logprob=-inf
+length=0 ||| -inf.
 
 --attention DIR writes DIR/sent_LINE.png per sentence (LINE from 0): the encoder-decoder
 attention of the best translation for every layer and head, each layer's mean and the mean of
@@ -24,11 +31,20 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from aiayn.cli.common import add_config_args, config_from_args, load_toml
+from aiayn.cli.common import (
+    add_config_args,
+    config_from_args,
+    integer,
+    load_toml,
+    output_dir,
+    output_file,
+    stderr,
+)
 from aiayn.config import DecodeConfig
 from aiayn.errors import UserError
 
 CHUNK = 2000  # lines translated together when reading a file or a pipe
+DEFAULT_INPUT_LIMIT = 1024  # = aiayn.translator.DEFAULT_INPUT_LIMIT (not imported: torch)
 
 
 def add_translator_args(parser: argparse.ArgumentParser) -> None:
@@ -58,14 +74,14 @@ def add_translator_args(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--max-tokens",
-        type=int,
+        type=integer(1),
         default=6000,
         metavar="N",
         help="source tokens (with padding) per batch (default 6000)",
     )
     parser.add_argument(
         "--max-sentences",
-        type=int,
+        type=integer(1),
         default=128,
         metavar="N",
         help="sentences per batch (default 128)",
@@ -75,6 +91,14 @@ def add_translator_args(parser: argparse.ArgumentParser) -> None:
         choices=["fast", "plain"],
         default=None,
         help="fast (aiayn.kernels) or plain PyTorch; the same numbers (default: the checkpoint's)",
+    )
+    parser.add_argument(
+        "--max-input-tokens",
+        type=integer(1),
+        default=None,
+        metavar="N",
+        help="a line of more BPE tokens is not translated: a message on stderr names it, and "
+        f"its output is empty (default: the model's usable length, at most {DEFAULT_INPUT_LIMIT})",
     )
     parser.add_argument(
         "--no-cache",
@@ -97,8 +121,6 @@ def translator_from_args(args: argparse.Namespace, fallback_tokenizer: Any = Non
     from aiayn.translator import load_translator
 
     cfg = config_from_args(DecodeConfig, args, toml=load_toml(args.config))
-    if args.max_tokens < 1 or args.max_sentences < 1:
-        raise UserError("--max-tokens and --max-sentences must be >= 1")
     if args.device is not None:
         try:
             torch.device(args.device)
@@ -113,6 +135,8 @@ def translator_from_args(args: argparse.Namespace, fallback_tokenizer: Any = Non
             raise UserError(f"--device {args.device}: --engine {args.engine} runs on the CPU here")
         if args.no_cache:
             raise UserError(f"--no-cache: --engine {args.engine} always decodes with its cache")
+        if args.kernels is not None:
+            raise UserError(f"--kernels: aiayn's kernels do not run under --engine {args.engine}")
         return load_engine(
             args.checkpoint,
             cfg,
@@ -134,6 +158,7 @@ def translator_from_args(args: argparse.Namespace, fallback_tokenizer: Any = Non
         cached=not args.no_cache,
         fallback_tokenizer=fallback_tokenizer,
         kernels=args.kernels,
+        max_input_tokens=args.max_input_tokens,
     )
 
 
@@ -159,13 +184,14 @@ def read_lines(stream: Iterable[bytes], name: str) -> Iterator[str]:
 
 
 def format_nbest(index: int, results: list[tuple[str, Any]], nbest: int) -> list[str]:
-    """The output lines of one input line: the text, or the Moses n-best lines."""
+    """The output lines of one input line: the text, or exactly nbest Moses n-best lines."""
     if nbest == 1:
         return [results[0][0] if results else ""]
-    return [
+    lines = [
         f"{index} ||| {text} ||| logprob={h.logprob:.4f} length={len(h.tokens)} ||| {h.score:.4f}"
-        for text, h in results
+        for text, h in results[:nbest]
     ]
+    return lines + [f"{index} |||  ||| logprob=-inf length=0 ||| -inf"] * (nbest - len(lines))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -173,14 +199,23 @@ def run(args: argparse.Namespace) -> int:
 
     if args.attention is not None and args.engine != "torch":
         raise UserError("--attention needs --engine torch (the heatmaps come from aiayn's model)")
+    output_file(args.output, "--output")
+    output_dir(args.attention, "--attention")
     translator = translator_from_args(args)
     nbest = translator.config.nbest
     attention = Path(args.attention) if args.attention else None
     if attention is not None:
         attention.mkdir(parents=True, exist_ok=True)
 
+    def skipped(line: int, n_tokens: int) -> None:
+        stderr(
+            "translate",
+            f"{name}: line {line}: {n_tokens} tokens, over the limit of "
+            f"{translator.input_limit} (--max-input-tokens): not translated, its output is empty",
+        )
+
     def translate(lines: list[str], first: int) -> list[str]:
-        results = translator.translate(lines, first_line=first + 1)
+        results = translator.translate(lines, first_line=first + 1, on_skip=skipped)
         out: list[str] = []
         for k, res in enumerate(results):
             out += format_nbest(first + k, res, nbest)

@@ -34,10 +34,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from aiayn.cli.common import config_from_args
+    from aiayn.cli.common import config_from_args, output_file
     from aiayn.storage import atomic_write
     from aiayn.walkthrough import ProofError, WalkthroughConfig, build, render_html, render_text
 
+    output_file(args.html, "--html")
     cfg = config_from_args(WalkthroughConfig, args)
     try:
         doc = build(cfg)

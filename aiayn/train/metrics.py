@@ -55,17 +55,22 @@ def read_metrics(path: str | Path) -> list[dict[str, Any]]:
     if not path.is_file():
         raise UserError(f"{path}: no metrics file (is this a run directory of aiayn train?)")
     events = []
-    text = path.read_text(encoding="utf-8", errors="replace")
-    lines = text.splitlines()
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
+    data = path.read_bytes()
+    lines = data.splitlines()
+    for n, raw in enumerate(lines, 1):
+        if not raw.strip():
             continue
         try:
-            events.append(json.loads(line))
+            event = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError as e:
+            raise UserError(f"{path}:{n}: not UTF-8 text ({e.reason})") from None
         except json.JSONDecodeError as e:
-            if n == len(lines) and not text.endswith("\n"):
+            if n == len(lines) and not data.endswith(b"\n"):
                 break  # the last line of a process that died while writing it
             raise UserError(f"{path}:{n}: not a JSON object: {e}") from None
+        if not isinstance(event, dict) or not isinstance(event.get("step", 0), int):
+            raise UserError(f"{path}:{n}: not an event of aiayn train: {raw[:80]!r}")
+        events.append(event)
     return events
 
 
