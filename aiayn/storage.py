@@ -431,7 +431,7 @@ class DirectoryLock:
             ) from None
         previous = os.pread(fd, 64, 0).decode(errors="replace").strip()
         if previous and previous != str(os.getpid()):
-            log.info("took over %s from pid %s, which is no longer running", self.path, previous)
+            log.debug("took over %s from pid %s, which is no longer running", self.path, previous)
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         self._held[self.path] = [fd, 1]
