@@ -154,7 +154,7 @@ def _check_trainer_state(run: Path) -> None:
     import torch
 
     from aiayn.train import latest_checkpoint
-    from aiayn.train.checkpointing import TRAINER_FILE
+    from aiayn.train.checkpoints import TRAINER_FILE
 
     latest = latest_checkpoint(run)
     if latest is None:

@@ -369,9 +369,13 @@ class CTranslate2Translator:
         return Hypothesis(list(tokens), logprob / lp, logprob)
 
     def translate(
-        self, lines: Sequence[str], first_line: int = 1
+        self, lines: Sequence[str], first_line: int = 1, on_skip: Any = None
     ) -> list[list[tuple[str, Hypothesis]]]:
-        """(detokenized text, hypothesis) n-best lists of each line, in input order."""
+        """(detokenized text, hypothesis) n-best lists of each line, in input order.
+
+        ``on_skip`` is accepted for aiayn's Translator interface; a line longer than the
+        exported position table is refused by ``encode`` instead of skipped.
+        """
         hyps = self.translate_ids(self.encode(lines, first_line))
         return [[(self.tokenizer.decode(h.tokens), h) for h in hs] for hs in hyps]
 
