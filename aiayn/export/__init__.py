@@ -30,6 +30,23 @@ INSTALL = "pip install 'aiayn[serve]'"
 DEFAULT_MAX_POSITIONS = 1024  # rows of the exported sinusoid table (sources and outputs)
 
 
+class EngineTranslator:
+    """What the engines' translators share: text in, (text, hypothesis) n-best lists out.
+
+    A subclass provides ``encode`` (lines -> token ids), ``translate_ids`` and ``tokenizer``.
+    """
+
+    def translate(self, lines: Any, first_line: int = 1, on_skip: Any = None) -> list[list[Any]]:
+        """(detokenized text, hypothesis) n-best lists of each line, in input order.
+
+        ``on_skip`` is accepted for aiayn's Translator interface; a line longer than the
+        exported position table is refused by ``encode`` instead of skipped.
+        """
+        hyps = self.translate_ids(self.encode(lines, first_line))  # type: ignore[attr-defined]
+        decode = self.tokenizer.decode  # type: ignore[attr-defined]
+        return [[(decode(h.tokens), h) for h in hs] for hs in hyps]
+
+
 def require(name: str) -> ModuleType:
     """Import an optional engine, or a UserError naming the command that installs it."""
     try:

@@ -34,6 +34,7 @@ from aiayn.evaluate import Perplexity
 from aiayn.export import (
     DEFAULT_MAX_POSITIONS,
     TOKENIZER_FILE,
+    EngineTranslator,
     check_exportable,
     require,
     write_manifest,
@@ -188,7 +189,7 @@ def export_ctranslate2(
 
 
 @dataclass
-class CTranslate2Translator:
+class CTranslate2Translator(EngineTranslator):
     """An exported model run by CTranslate2, with aiayn's tokenizer, limits and output.
 
     The interface of ``aiayn.translator.Translator``. Search settings map as follows (section
@@ -367,17 +368,6 @@ class CTranslate2Translator:
         cfg = self.config
         lp = float(length_penalty(len(tokens), cfg.alpha, cfg.length_penalty))
         return Hypothesis(list(tokens), logprob / lp, logprob)
-
-    def translate(
-        self, lines: Sequence[str], first_line: int = 1, on_skip: Any = None
-    ) -> list[list[tuple[str, Hypothesis]]]:
-        """(detokenized text, hypothesis) n-best lists of each line, in input order.
-
-        ``on_skip`` is accepted for aiayn's Translator interface; a line longer than the
-        exported position table is refused by ``encode`` instead of skipped.
-        """
-        hyps = self.translate_ids(self.encode(lines, first_line))
-        return [[(self.tokenizer.decode(h.tokens), h) for h in hs] for hs in hyps]
 
     def perplexity(self, pairs: Sequence[tuple[Sequence[int], Sequence[int]]]) -> Perplexity:
         """PPL of the references, teacher-forced by CTranslate2 (EOS counted).  Table 3."""

@@ -33,7 +33,7 @@ from aiayn.data.specials import EOS, PAD, collate
 from aiayn.decode import Hypothesis, StepFn, max_lengths, search
 from aiayn.errors import UserError
 from aiayn.evaluate import Perplexity
-from aiayn.export import TOKENIZER_FILE, check_exportable, require, write_manifest
+from aiayn.export import TOKENIZER_FILE, EngineTranslator, check_exportable, require, write_manifest
 from aiayn.export.ct2 import position_table
 from aiayn.model import Transformer
 
@@ -225,7 +225,7 @@ class OnnxStep:
 
 
 @dataclass
-class OnnxTranslator:
+class OnnxTranslator(EngineTranslator):
     """An ONNX export run by ONNX Runtime with aiayn's search, tokenizer, limits and batching.
 
     The interface of ``aiayn.translator.Translator``; every DecodeConfig setting applies as in
@@ -300,17 +300,6 @@ class OnnxTranslator:
             for i, hyps in zip(idx, search(self.step_fn(src), limit, cfg), strict=True):
                 results[i] = hyps
         return results
-
-    def translate(
-        self, lines: Sequence[str], first_line: int = 1, on_skip: Any = None
-    ) -> list[list[tuple[str, Hypothesis]]]:
-        """(detokenized text, hypothesis) n-best lists of each line, in input order.
-
-        ``on_skip`` is accepted for aiayn's Translator interface; a line longer than the
-        exported position table is refused by ``encode`` instead of skipped.
-        """
-        hyps = self.translate_ids(self.encode(lines, first_line))
-        return [[(self.tokenizer.decode(h.tokens), h) for h in hs] for hs in hyps]
 
     def perplexity(self, pairs: Sequence[tuple[Sequence[int], Sequence[int]]]) -> Perplexity:
         """PPL of the references, teacher-forced through the cached step.  Table 3."""
