@@ -171,10 +171,47 @@ def test_importing_the_cli_does_not_import_torch() -> None:
     assert proc.stdout.strip() == "False", proc.stderr
 
 
+def test_ctrl_c_stops_at_once_while_a_verb_loads_and_raises_where_it_cleans_up(
+    world, monkeypatch
+) -> None:
+    """The policy of aiayn.cli._signals, seen from inside the verbs (main thread, in-process).
+
+    Loading a model imports parts of torch lazily; a KeyboardInterrupt raised there can be
+    swallowed or end the process with status -2 (seen in CI), so loading must stop at once.
+    """
+    from aiayn.cli import _signals
+    from aiayn.cli import prepare as cli_prepare
+    from aiayn.cli import translate as cli_translate
+    from aiayn.errors import UserError
+
+    seen = {}
+
+    def record(name):
+        def stand_in(*args, **kwargs):
+            seen[name] = signal.getsignal(signal.SIGINT)
+            raise UserError("stopped by the test")
+
+        return stand_in
+
+    before = signal.getsignal(signal.SIGINT)
+    monkeypatch.setattr(cli_translate, "translator_from_args", record("translate"))
+    assert main(["translate", "--checkpoint", world["model"]]) == 2
+    monkeypatch.setattr("aiayn.data.prepare.prepare", record("prepare"))
+    assert main(["prepare", "--source", "numbers", "--out", str(world["dir"]) + "/p"]) == 2
+    assert seen == {"translate": _signals._exit_at_once, "prepare": signal.default_int_handler}
+    assert signal.getsignal(signal.SIGINT) is before  # restored on the way out
+    assert cli_prepare.interruptible is _signals.interruptible
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("delay", [0.2, 0.5, 1.0, 2.0, 6.0])
+@pytest.mark.parametrize("delay", [0.2, 0.5, 1.0, 2.0, 2.5, 3.0, 6.0])
 def test_ctrl_c_at_start_up_is_one_line_and_130(world, delay) -> None:
-    """SIGINT at moments spread over the start-up (imports, loading) and the wait on stdin."""
+    """SIGINT at moments spread over the start-up (imports, loading) and the wait on stdin.
+
+    Loading ends at about 2.3 s here; before the fix, 1 in 60 interruptions near 2.5 s ended
+    with status -2 and 2 in 80 were swallowed (status 0), so a pass here is evidence, not proof:
+    the test above pins the policy itself.
+    """
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     argv = [sys.executable, "-m", "aiayn", "translate", "--checkpoint", world["model"]]
     proc = subprocess.Popen(

@@ -4,24 +4,21 @@ Every module of this package that defines ``add_arguments(parser)`` and ``run(ar
 a verb (``prepare``, ``train``, ``translate``, ...), its first docstring line the verb's help.
 Verb modules import heavy dependencies inside ``run`` so that ``aiayn --help`` stays fast.
 Errors a user can cause end with one line on stderr and exit status 2 (a bad flag included:
-the parser prints one line, not its usage). Ctrl-C anywhere outside the training loop's own
-handler (which saves a checkpoint first) ends with one line and exit status 130.
+the parser prints one line, not its usage). Ctrl-C ends with one line and exit status 130: at
+once by default, after cleaning up where a verb can (``_signals``; the training loop saves a
+checkpoint first).
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib
 import logging
-import os
 import pkgutil
-import signal
 import sys
-import threading
-from collections.abc import Iterator
 from types import ModuleType
 
+from aiayn.cli._signals import name_verb, stop_at_once
 from aiayn.errors import UserError
 
 
@@ -63,48 +60,24 @@ def _out_of_memory(e: BaseException) -> bool:
     return isinstance(e, MemoryError) or "can't allocate memory" in text or "out of memory" in text
 
 
-def _exit_at_once(signum: int, frame: object) -> None:
-    """SIGINT while the verbs are imported: nothing is written yet, so stop here and now.
-
-    A KeyboardInterrupt raised inside ``import torch`` can be swallowed by the import machinery
-    of a dependency (numpy's, seen here: the command then carried on as if never interrupted),
-    so start-up does not rely on the exception.
-    """
-    sys.stderr.write("aiayn: interrupted\n")
-    sys.stderr.flush()
-    os._exit(130)
-
-
-@contextlib.contextmanager
-def _start_up() -> Iterator[None]:
-    """Ctrl-C ends the process at once inside this block (main thread only)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, _exit_at_once)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``aiayn`` command."""
     verb = "aiayn"
     try:
-        with _start_up():
+        with stop_at_once():  # Ctrl-C: one line and 130 at once, unless the verb says otherwise
             logging.basicConfig(level=logging.INFO, format="%(message)s")
             parser = build_parser()  # imports every verb, and torch with them
             try:
                 args = parser.parse_args(argv)
             except SystemExit as e:  # a bad flag (one line printed) or --help: its code
                 return e.code if isinstance(e.code, int) else int(e.code is not None)
-        verb = f"aiayn {args.verb}"
-        return int(args._run(args) or 0)
+            verb = f"aiayn {args.verb}"
+            name_verb(verb)
+            return int(args._run(args) or 0)
     except UserError as e:
         print(f"{verb}: error: {e}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # inside a verb's interruptible() part, once it has cleaned up
         print(f"{verb}: interrupted", file=sys.stderr)
         return 130
     except OSError as e:  # the file system's answer about a path the user gave: one line

@@ -15,6 +15,8 @@ import contextlib
 import socket
 from pathlib import Path
 
+from aiayn.cli._signals import interruptible
+
 DEFAULT_CHECKPOINT = Path("runs/demo/average.safetensors")  # written by `aiayn demo`
 
 
@@ -66,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
 
         threading.Timer(1.0, webbrowser.open, args=(url,)).start()
     # uvicorn shuts down gracefully on Ctrl-C (SIGINT) or SIGTERM, then re-raises the signal.
-    with contextlib.suppress(KeyboardInterrupt):
+    with interruptible(), contextlib.suppress(KeyboardInterrupt):
         server.run(sockets=[sock])
     print("aiayn explore: stopped", flush=True)
     return 0

@@ -19,6 +19,8 @@ import signal
 import sys
 from pathlib import Path
 
+from aiayn.cli._signals import interruptible
+
 DEFAULT_VOCAB = {
     "packaged": 8000,
     "multi30k": 8000,
@@ -271,7 +273,8 @@ def run(args: argparse.Namespace) -> int:
     corpus = open_corpus(args, langs, cache)
     previous = signal.signal(signal.SIGTERM, _interrupt)  # clean up as on Ctrl-C
     try:
-        manifest = prepare(corpus, args.out, opts)
+        with interruptible():  # Ctrl-C: the half-written directory is removed first
+            manifest = prepare(corpus, args.out, opts)
     finally:
         signal.signal(signal.SIGTERM, previous)
     print(_summary(manifest, args.out))
