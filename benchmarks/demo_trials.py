@@ -54,6 +54,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--corpus", choices=["packaged", "multi30k"], default="packaged")
     ap.add_argument("--multi30k-dir", default=None, help="local Multi30k files (default: download)")
     ap.add_argument("--root", default="runs/trials", help="where trials and their data live")
+    ap.add_argument(
+        "--run",
+        default=None,
+        help="the trial's run directory (default ROOT/NAME); one with checkpoints is scored, not "
+        "trained again: `--run runs/demo --data runs/demo-data` scores what `aiayn demo` trained",
+    )
+    ap.add_argument("--data", default=None, help="prepared data (default ROOT/data-CORPUS-bpeV)")
     ap.add_argument("--vocab-size", type=int, default=4000)
     ap.add_argument("--steps", type=int, default=1000)
     ap.add_argument("--dropout", type=float, default=0.0)
@@ -70,8 +77,8 @@ def main(argv: list[str] | None = None) -> int:
 
         torch.set_num_threads(args.threads)
     root = Path(args.root)
-    data = root / f"data-{args.corpus}-bpe{args.vocab_size}"
-    run = root / args.name
+    data = Path(args.data) if args.data else root / f"data-{args.corpus}-bpe{args.vocab_size}"
+    run = Path(args.run) if args.run else root / args.name
     _prepare(args, data)
     settings = ["--preset", "tiny", "--dropout", str(args.dropout), "--warmup", str(args.warmup)]
     settings += ["--lr-scale", str(args.lr_scale), "--max-tokens", str(args.max_tokens)]
