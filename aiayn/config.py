@@ -3,6 +3,8 @@
 One config system: ``@dataclass(frozen=True, kw_only=True)`` whose defaults are the paper's
 values, validated in ``__post_init__`` with a message naming the field. Presets are built with
 ``dataclasses.replace``; the CLI generates its flags from the fields (``aiayn.cli.common``).
+Settings merge in increasing precedence: preset < TOML file (``load_toml``) < single values
+(``merge_config``; the CLI's flags); a refused value is a UserError naming it and its file.
 
 >>> cfg = model_preset("base")
 >>> cfg.d_model, cfg.n_heads, cfg.head_dim, cfg.d_ff, cfg.n_layers
@@ -15,8 +17,15 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import tomllib
+import types
+import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
+
+from aiayn.errors import UserError
 
 Positions = Literal["sinusoidal", "sinusoidal-concat", "learned"]
 Kernels = Literal["fast", "plain"]
@@ -289,3 +298,132 @@ def from_dict(cls: type, data: dict[str, Any]) -> Any:
     if unknown:
         raise ValueError(f"{cls.__name__}: unknown field(s) {', '.join(unknown)}")
     return cls(**data)
+
+
+# Config files and precedence ---------------------------------------------------------------
+
+SECTIONS = {"ModelConfig": "model", "TrainConfig": "train", "DecodeConfig": "decode"}
+
+
+def _toml_value(hint: Any, value: Any) -> Any:
+    """value converted to a field of type hint, or ValueError with what was expected."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        if isinstance(value, str) and value.lower() == "none":  # TOML has no null
+            return None
+        inner = next(a for a in args if a is not type(None))
+        try:
+            return _toml_value(inner, value)
+        except ValueError as e:
+            raise ValueError(f'{e} (or "none")') from None
+    if origin is typing.Literal:
+        if value not in args:
+            raise ValueError(f"must be one of {', '.join(map(str, args))}")
+        return value
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise ValueError("must be true or false")
+        return value
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError("must be an integer")
+        return value
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError("must be a number")
+        if not math.isfinite(value):
+            raise ValueError("must be a finite number")
+        return float(value)
+    if hint is str:
+        if not isinstance(value, str):
+            raise ValueError("must be a string")
+        return value
+    return value
+
+
+class TomlTables(dict):
+    """The tables of a TOML config, remembering the file they came from (for messages)."""
+
+    path: Path | None = None
+
+
+def load_toml(path: str | Path | None) -> dict[str, Any]:
+    """The tables of a TOML config file, or {} for None; a bad file is a UserError naming it.
+
+    Tables: ``[model]``, ``[train]``, ``[decode]``. Every value is checked against its config
+    field's type (and converted: 1 -> 1.0 for a float field), so ``warmup = "ten"`` is
+    "FILE: [train] warmup: must be an integer".
+    """
+    if path is None:
+        return {}
+    p = Path(path)
+    try:
+        with p.open("rb") as fh:
+            data = tomllib.load(fh)
+    except FileNotFoundError:
+        raise UserError(f"{p}: config file not found") from None
+    except IsADirectoryError:
+        raise UserError(f"{p}: is a directory, not a TOML config file") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{p}: not UTF-8 text, so not a TOML config file") from None
+    except tomllib.TOMLDecodeError as e:
+        raise UserError(f"{p}: not valid TOML: {e}") from None
+    except OSError as e:
+        raise UserError(f"{p}: cannot read ({e.strerror or e})") from None
+    unknown = sorted(set(data) - set(SECTIONS.values()))
+    if unknown:
+        raise UserError(
+            f"{p}: unknown table(s) {', '.join(unknown)}; use [model], [train], [decode]"
+        )
+    tables = TomlTables()
+    tables.path = p
+    for cls_name, table in SECTIONS.items():
+        if table not in data:
+            continue
+        if not isinstance(data[table], dict):
+            raise UserError(f"{p}: {table} must be a table ([{table}]), got {data[table]!r}")
+        cls = globals()[cls_name]
+        names = {f.name for f in dataclasses.fields(cls)}
+        bad = sorted(set(data[table]) - names)
+        if bad:
+            raise UserError(f"{p}: unknown setting(s) in [{table}]: {', '.join(bad)}")
+        hints = typing.get_type_hints(cls)
+        checked = {}
+        for name, value in data[table].items():
+            try:
+                checked[name] = _toml_value(hints[name], value)
+            except ValueError as e:
+                raise UserError(f"{p}: [{table}] {name}: {e}, got {value!r}") from None
+        tables[table] = checked
+    return tables
+
+
+def merge_config(
+    cls: type,
+    base: Any = None,
+    toml: Mapping[str, Any] | None = None,
+    values: Mapping[str, Any] | None = None,
+) -> Any:
+    """``cls`` from base (a preset; default ``cls()``) < its table of ``toml`` < ``values``.
+
+    ``toml`` is what ``load_toml`` returned; ``values`` are single settings (the CLI's flags).
+    A value the config refuses is a UserError naming the field, and the TOML file when the
+    TOML table alone (on top of the base) is refused.
+    """
+    base = base if base is not None else cls()
+    from_toml: dict[str, Any] = dict((toml or {}).get(SECTIONS.get(cls.__name__, ""), {}))
+    names = {f.name for f in dataclasses.fields(cls)}
+    for what, given in (("", from_toml), (" given", values or {})):
+        bad = sorted(set(given) - names)
+        if bad:
+            section = SECTIONS.get(cls.__name__)
+            raise UserError(f"unknown {section} setting(s){what}: {', '.join(bad)}")
+    where = getattr(toml, "path", None)
+    try:
+        base = dataclasses.replace(base, **from_toml)
+    except (ValueError, TypeError) as e:
+        raise UserError(f"{where}: {e}" if where else str(e)) from None
+    try:
+        return dataclasses.replace(base, **dict(values or {}))
+    except (ValueError, TypeError) as e:
+        raise UserError(str(e)) from None

@@ -173,11 +173,11 @@ def test_resume_is_bit_identical(tmp_path: Path) -> None:
 
 def test_resume_refuses_another_architecture(tmp_path: Path) -> None:
     train(small_model(), quick(max_steps=2), copy_data(), tmp_path / "run")
-    with pytest.raises(Exception, match="d_model 32 != 48"):
+    with pytest.raises(Exception, match=r"config\.json vs the settings given: .*d_model 48 != 32"):
         train(
             small_model(d_model=48), quick(max_steps=4), copy_data(), tmp_path / "run", resume=True
         )
-    with pytest.raises(Exception, match="no complete checkpoint"):
+    with pytest.raises(Exception, match="no such run directory"):
         train(small_model(), quick(), copy_data(), tmp_path / "empty", resume=True)
 
 

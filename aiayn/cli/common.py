@@ -4,7 +4,8 @@ Precedence of settings: preset < ``--config file.toml`` < flags. A TOML file has
 config: ``[model]``, ``[train]``, ``[decode]``. Every value is checked before it is used: a
 flag by its argparse type (``integer``, ``real``: the range in the message), a TOML value
 against its dataclass field's type, then the config's own ``__post_init__``; the message names
-the setting, and the file when the value came from one.
+the setting, and the file when the value came from one. The TOML reading and the precedence
+are the library's (``aiayn.config.load_toml``, ``merge_config``); here are the flags.
 """
 
 from __future__ import annotations
@@ -13,16 +14,15 @@ import argparse
 import dataclasses
 import math
 import sys
-import tomllib
 import types
 import typing
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
+from aiayn.config import SECTIONS, merge_config
+from aiayn.config import load_toml as load_toml  # the verbs read their TOML config with it
 from aiayn.errors import UserError
-
-SECTIONS = {"ModelConfig": "model", "TrainConfig": "train", "DecodeConfig": "decode"}
 
 
 class Parser(argparse.ArgumentParser):
@@ -143,98 +143,14 @@ def add_config_args(parser: argparse.ArgumentParser, cls: type, skip: tuple[str,
             )
 
 
-def _toml_value(hint: Any, value: Any) -> Any:
-    """value converted to a field of type hint, or ValueError with what was expected."""
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin in (typing.Union, types.UnionType):
-        if isinstance(value, str) and value.lower() == "none":  # TOML has no null
-            return None
-        inner = next(a for a in args if a is not type(None))
-        try:
-            return _toml_value(inner, value)
-        except ValueError as e:
-            raise ValueError(f'{e} (or "none")') from None
-    if origin is typing.Literal:
-        if value not in args:
-            raise ValueError(f"must be one of {', '.join(map(str, args))}")
-        return value
-    if hint is bool:
-        if not isinstance(value, bool):
-            raise ValueError("must be true or false")
-        return value
-    if hint is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ValueError("must be an integer")
-        return value
-    if hint is float:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ValueError("must be a number")
-        if not math.isfinite(value):
-            raise ValueError("must be a finite number")
-        return float(value)
-    if hint is str:
-        if not isinstance(value, str):
-            raise ValueError("must be a string")
-        return value
-    return value
-
-
-class TomlTables(dict):
-    """The tables of a TOML config, remembering the file they came from (for messages)."""
-
-    path: Path | None = None
-
-
-def load_toml(path: str | Path | None) -> dict[str, Any]:
-    """The tables of a TOML config file, or {} for None; a bad file is a UserError naming it.
-
-    Every value is checked against its config field's type (and converted: 1 -> 1.0 for a
-    float field), so ``warmup = "ten"`` is "FILE: [train] warmup: must be an integer".
-    """
-    if path is None:
-        return {}
-    p = Path(path)
-    try:
-        with p.open("rb") as fh:
-            data = tomllib.load(fh)
-    except FileNotFoundError:
-        raise UserError(f"{p}: config file not found") from None
-    except IsADirectoryError:
-        raise UserError(f"{p}: is a directory, not a TOML config file") from None
-    except UnicodeDecodeError:
-        raise UserError(f"{p}: not UTF-8 text, so not a TOML config file") from None
-    except tomllib.TOMLDecodeError as e:
-        raise UserError(f"{p}: not valid TOML: {e}") from None
-    except OSError as e:
-        raise UserError(f"{p}: cannot read ({e.strerror or e})") from None
-    unknown = sorted(set(data) - set(SECTIONS.values()))
-    if unknown:
-        raise UserError(
-            f"{p}: unknown table(s) {', '.join(unknown)}; use [model], [train], [decode]"
-        )
-    from aiayn import config
-
-    tables = TomlTables()
-    tables.path = p
-    for cls_name, table in SECTIONS.items():
-        if table not in data:
-            continue
-        if not isinstance(data[table], dict):
-            raise UserError(f"{p}: {table} must be a table ([{table}]), got {data[table]!r}")
-        cls = getattr(config, cls_name)
-        names = {f.name for f in dataclasses.fields(cls)}
-        bad = sorted(set(data[table]) - names)
-        if bad:
-            raise UserError(f"{p}: unknown setting(s) in [{table}]: {', '.join(bad)}")
-        hints = typing.get_type_hints(cls)
-        checked = {}
-        for name, value in data[table].items():
-            try:
-                checked[name] = _toml_value(hints[name], value)
-            except ValueError as e:
-                raise UserError(f"{p}: [{table}] {name}: {e}, got {value!r}") from None
-        tables[table] = checked
-    return tables
+def flag_values(cls: type, args: argparse.Namespace) -> dict[str, Any]:
+    """The fields of ``cls`` given as flags (those not given are absent)."""
+    values = {}
+    for f in dataclasses.fields(cls):
+        key = f"{cls.__name__}.{f.name}"
+        if hasattr(args, key):
+            values[f.name] = getattr(args, key)
+    return values
 
 
 def config_from_args(
@@ -242,29 +158,10 @@ def config_from_args(
 ) -> Any:
     """Build ``cls`` from base (a preset) < the TOML table < the flags that were given.
 
-    A value the config refuses is a UserError naming the field, and the TOML file when the
-    TOML table alone (on top of the base) is refused.
+    ``aiayn.config.merge_config`` with the flags: a value the config refuses is a UserError
+    naming the field, and the TOML file when the TOML table alone is refused.
     """
-    base = base if base is not None else cls()
-    from_toml: dict[str, Any] = dict((toml or {}).get(SECTIONS.get(cls.__name__, ""), {}))
-    names = {f.name for f in dataclasses.fields(cls)}
-    bad = sorted(set(from_toml) - names)
-    if bad:
-        raise UserError(f"unknown {SECTIONS.get(cls.__name__)} setting(s): {', '.join(bad)}")
-    where = getattr(toml, "path", None)
-    try:
-        base = dataclasses.replace(base, **from_toml)
-    except (ValueError, TypeError) as e:
-        raise UserError(f"{where}: {e}" if where else str(e)) from None
-    flags = {}
-    for name in names:
-        key = f"{cls.__name__}.{name}"
-        if hasattr(args, key):
-            flags[name] = getattr(args, key)
-    try:
-        return dataclasses.replace(base, **flags)
-    except (ValueError, TypeError) as e:
-        raise UserError(str(e)) from None
+    return merge_config(cls, base, toml, flag_values(cls, args))
 
 
 def output_file(path: str | Path | None, flag: str) -> None:

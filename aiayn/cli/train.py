@@ -16,17 +16,19 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import json
 import math
 import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from aiayn.cli.common import add_config_args, config_from_args, load_toml
+from aiayn.cli.common import add_config_args, flag_values
 from aiayn.config import PRESETS, ModelConfig, TrainConfig
 from aiayn.errors import UserError
+
+if TYPE_CHECKING:
+    from aiayn.train.plan import Settings
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -62,119 +64,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_config_args(parser, TrainConfig)
 
 
-def _configs(args: argparse.Namespace, vocab_size: int) -> tuple[ModelConfig, TrainConfig]:
-    """The run's configs: preset < schedule < TOML < flags, or config.json when resuming."""
-    from aiayn.config import from_dict, model_preset, train_preset
-    from aiayn.train.schedule import schedule_preset
-    from aiayn.weights import check_same_architecture
+def _settings(args: argparse.Namespace) -> Settings:
+    """What the command line asks for; ``aiayn.train.resolve_configs`` merges it."""
+    from aiayn.train.plan import Settings
 
-    toml = load_toml(args.config)
-    if args.resume:
-        if args.preset is not None or args.schedule is not None:
-            raise UserError("--resume keeps the run's config; change single settings with flags")
-        saved = _read_config(Path(args.run))
-        try:
-            base_model = from_dict(ModelConfig, saved["model"])
-            base_train = from_dict(TrainConfig, saved["train"])
-        except (ValueError, TypeError, KeyError) as e:
-            raise UserError(f"{args.run}/config.json: not the config of a run ({e})") from None
-    else:
-        preset = args.preset or "base"
-        base_model = model_preset(preset, vocab_size=vocab_size)
-        base_train = schedule_preset(args.schedule or "paper", train_preset(preset))
-    if "vocab_size" in toml.get("model", {}) and toml["model"]["vocab_size"] != vocab_size:
-        raise UserError(
-            f"{args.config}: vocab_size {toml['model']['vocab_size']} differs from the data's "
-            f"tokenizer ({vocab_size})"
-        )
-    model_cfg = config_from_args(ModelConfig, args, base_model, toml)
-    train_cfg = config_from_args(TrainConfig, args, base_train, toml)
-    if args.resume:
-        check_same_architecture(model_cfg, base_model, f"{args.run}/config.json vs the flags")
-    if model_cfg.vocab_size != vocab_size:
-        raise UserError(
-            f"{args.run}: the run's vocabulary has {model_cfg.vocab_size} tokens, the data's "
-            f"tokenizer {vocab_size}: use the data the run was trained on"
-        )
-    return model_cfg, train_cfg
-
-
-def _read_config(run: Path) -> dict[str, Any]:
-    path = run / "config.json"
-    if not path.is_file():
-        raise UserError(f"{run}: no config.json; is this a run directory of aiayn train?")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as e:
-        raise UserError(f"{path}: not valid JSON ({e})") from None
-
-
-def _load_data(args: argparse.Namespace) -> Any:
-    from aiayn.data.store import load_prepared
-    from aiayn.train import TrainData
-
-    data_dir = args.data
-    if data_dir is None:
-        if not args.resume:
-            raise UserError("--data DIR is required (a directory written by aiayn prepare)")
-        data_dir = _read_config(Path(args.run)).get("data")
-        if not data_dir:
-            raise UserError(f"{args.run}: config.json names no data directory; pass --data")
-    prepared = load_prepared(data_dir)
-    splits = prepared.manifest.get("splits", {})
-    valid = prepared.split("valid") if splits.get("valid", {}).get("pairs") else None
-    if not splits.get("train", {}).get("pairs"):
-        raise UserError(f"{data_dir}: the train split is empty")
-    texts = prepared.texts("valid") if valid is not None else None
-    source = str(Path(data_dir).resolve())  # config.json names it for --resume without --data
-    return TrainData(prepared.split("train"), valid, prepared.tokenizer, source, valid_texts=texts)
-
-
-def _check_tokenizer(run: Path, tokenizer: Any) -> None:
-    """On resume, the data's tokenizer must be the one the checkpoints were trained with."""
-    from aiayn.train import latest_checkpoint
-    from aiayn.weights import read_metadata
-
-    latest = latest_checkpoint(run)
-    if latest is None:
-        return
-    stored = read_metadata(latest / "model.safetensors").get("tokenizer")
-    if stored is not None and stored != tokenizer.to_str():
-        raise UserError(f"{latest}: trained with another tokenizer than that of the --data given")
-
-
-def _check_trainer_state(run: Path) -> None:
-    """On resume, the latest checkpoint's trainer.pt must be there and readable without pickle.
-
-    A missing, truncated or pickled (not torch.save's zip) file is one UserError naming it; it
-    is opened with ``weights_only=True`` and memory-mapped, so nothing runs and little is read.
-    """
-    import zipfile
-
-    import torch
-
-    from aiayn.train import latest_checkpoint
-    from aiayn.train.checkpoints import TRAINER_FILE
-
-    latest = latest_checkpoint(run)
-    if latest is None:
-        return  # the session says there is nothing to resume
-    path = latest / TRAINER_FILE
-    if not path.is_file():
-        raise UserError(f"{path}: missing, so {latest.name} cannot be resumed")
-    if not zipfile.is_zipfile(path):  # torch.save writes a zip archive; its index is at the end
-        raise UserError(
-            f"{path}: not a trainer state written by aiayn train (not a complete torch.save "
-            "archive: truncated, or pickled by something else)"
-        )
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
-    except Exception as e:  # torch raises RuntimeError, UnpicklingError, EOFError, ... here
-        first = " ".join(str(e).split())[:160]
-        raise UserError(f"{path}: not a readable trainer state ({first})") from None
-    keys = ("optimizer", "progress", "rng")
-    if not isinstance(state, dict) or any(k not in state for k in keys):
-        raise UserError(f"{path}: not a trainer state of aiayn train (needs {', '.join(keys)})")
+    return Settings(
+        preset=args.preset,
+        schedule=args.schedule,
+        config_file=args.config,
+        model=flag_values(ModelConfig, args),
+        train=flag_values(TrainConfig, args),
+    )
 
 
 class _Progress:
@@ -232,15 +132,13 @@ class _Progress:
 def run(args: argparse.Namespace) -> int:
     from aiayn.storage import DirectoryLock, set_hash_checks
     from aiayn.train.distributed import pick_device
+    from aiayn.train.plan import check_run_dir
 
     run_dir = Path(args.run)
     device = pick_device(args.device)  # a missing GPU is an error before anything is loaded
     if args.bf16 and device.type != "cuda":
         raise UserError("--bf16: bf16 autocast is for CUDA devices; this run is on the CPU")
-    if args.resume and not run_dir.is_dir():
-        raise UserError(f"{run_dir}: --resume given but there is no such run directory")
-    if run_dir.exists() and not run_dir.is_dir():
-        raise UserError(f"--run {run_dir}: exists and is not a directory")
+    check_run_dir(run_dir, args.resume)
     main = int(os.environ.get("RANK", "0")) == 0
     # A run that another training holds is refused before anything is loaded (train locks too).
     lock = DirectoryLock(run_dir, what="training") if main and run_dir.is_dir() else None
@@ -254,13 +152,13 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, run_dir: Path, device: Any, main: bool) -> int:
     from aiayn.evaluate import greedy_bleu
-    from aiayn.train import Runtime, train
+    from aiayn.train import Runtime, check_run, load_train_data, resolve_configs, train
 
-    data = _load_data(args)
-    model_cfg, train_cfg = _configs(args, data.tokenizer.vocab_size)
-    if args.resume:
-        _check_tokenizer(run_dir, data.tokenizer)
-        _check_trainer_state(run_dir)
+    data = load_train_data(args.data, run_dir, args.resume)
+    vocab_size = data.tokenizer.vocab_size
+    model_cfg, train_cfg = resolve_configs(_settings(args), vocab_size, run_dir, args.resume)
+    # train() makes these checks too; here a refusal comes before the parameter line
+    check_run(run_dir, model_cfg, data.tokenizer, args.resume)
     if main:
         n_params = _count_parameters(model_cfg)
         print(

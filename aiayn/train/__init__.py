@@ -1,9 +1,10 @@
 """Training with the paper's recipe.  Sections 5.1-5.4 and 6.1 (checkpoint averaging).
 
 ``schedule`` holds Eq. (3) and Adam, ``loss`` the label-smoothed cross-entropy, ``loop`` the
-training loop, ``checkpoints`` the run's checkpoint directories and resuming, ``averaging``
-checkpoint averaging (6.1), ``distributed`` the torchrun process group, ``metrics`` the
-JSON-lines log and its plots.
+training loop, ``plan`` what a run is merged from and checked against before it starts (the
+settings, its config.json, the data's tokenizer), ``checkpoints`` the run's checkpoint
+directories and resuming, ``averaging`` checkpoint averaging (6.1), ``distributed`` the
+torchrun process group, ``metrics`` the JSON-lines log and its plots.
 """
 
 from aiayn.loss import label_smoothed_loss, smoothed_entropy, token_accuracy
@@ -11,25 +12,39 @@ from aiayn.train.averaging import average_checkpoints, average_to_file, resolve_
 from aiayn.train.checkpoints import Progress, latest_checkpoint, list_checkpoints
 from aiayn.train.loop import TrainResult, train, train_step, validate
 from aiayn.train.metrics import plot_metrics, read_metrics
+from aiayn.train.plan import (
+    RunConfig,
+    Settings,
+    check_run,
+    load_train_data,
+    read_run_config,
+    resolve_configs,
+)
 from aiayn.train.schedule import SCHEDULES, make_optimizer, noam_lr, schedule_preset
 from aiayn.train.session import Runtime, TrainData, TrainingDiverged
 
 __all__ = [
     "SCHEDULES",
     "Progress",
+    "RunConfig",
     "Runtime",
+    "Settings",
     "TrainData",
     "TrainResult",
     "TrainingDiverged",
     "average_checkpoints",
     "average_to_file",
+    "check_run",
     "label_smoothed_loss",
     "latest_checkpoint",
     "list_checkpoints",
+    "load_train_data",
     "make_optimizer",
     "noam_lr",
     "plot_metrics",
     "read_metrics",
+    "read_run_config",
+    "resolve_configs",
     "resolve_model_files",
     "schedule_preset",
     "smoothed_entropy",

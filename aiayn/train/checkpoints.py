@@ -51,6 +51,7 @@ TRAINER_FILE = "trainer.pt"
 META_FILE = "meta.json"
 CONFIG_FILE = "config.json"
 CHECKPOINT_FILES = (MODEL_FILE, TRAINER_FILE, META_FILE)
+TRAINER_KEYS = ("optimizer", "progress", "rng")  # what trainer.pt holds
 FORMAT = "aiayn-checkpoint"
 _warned_legacy: set[Path] = set()
 
@@ -258,9 +259,38 @@ def read_trainer_state(ckpt_dir: Path) -> dict[str, Any]:
     except Exception as e:  # pickle and zip errors of every kind: never a traceback
         first = " ".join(str(e).split())[:200]
         raise UserError(f"{path}: not a trainer state aiayn can read safely ({first})") from None
-    if not isinstance(trainer, dict) or not {"optimizer", "progress", "rng"} <= set(trainer):
-        raise UserError(f"{path}: not an aiayn trainer state (optimizer, progress, rng)")
+    if not isinstance(trainer, dict) or not set(TRAINER_KEYS) <= set(trainer):
+        raise UserError(f"{path}: not an aiayn trainer state ({', '.join(TRAINER_KEYS)})")
     return trainer
+
+
+def check_trainer_state(ckpt_dir: str | Path) -> None:
+    """trainer.pt is there and readable without pickle: the check before a resume loads anything.
+
+    A missing, truncated or pickled (not torch.save's zip) file is one UserError naming it; it
+    is opened with ``weights_only=True`` and memory-mapped, so nothing runs and little is read
+    (``read_trainer_state`` reads it in full, verified, when the checkpoint is loaded).
+    """
+    import zipfile
+
+    ckpt_dir = Path(ckpt_dir)
+    path = ckpt_dir / TRAINER_FILE
+    if not path.is_file():
+        raise UserError(f"{path}: missing, so {ckpt_dir.name} cannot be resumed")
+    if not zipfile.is_zipfile(path):  # torch.save writes a zip archive; its index is at the end
+        raise UserError(
+            f"{path}: not a trainer state written by aiayn train (not a complete torch.save "
+            "archive: truncated, or pickled by something else)"
+        )
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except Exception as e:  # torch raises RuntimeError, UnpicklingError, EOFError, ... here
+        first = " ".join(str(e).split())[:160]
+        raise UserError(f"{path}: not a readable trainer state ({first})") from None
+    if not isinstance(state, dict) or any(k not in state for k in TRAINER_KEYS):
+        raise UserError(
+            f"{path}: not a trainer state of aiayn train (needs {', '.join(TRAINER_KEYS)})"
+        )
 
 
 def load_checkpoint(

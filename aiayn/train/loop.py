@@ -5,7 +5,8 @@ of every batch is summed and divided by the target tokens of the whole step on a
 so the step follows the gradient of the per-token loss over all W * update_freq batches (5.1:
 "approximately 25000 source tokens and 25000 target tokens" a step), whatever W and
 update_freq are. Then Adam at the rate of Eq. (3) (5.3). ``train`` reads top to bottom;
-``session`` holds what surrounds it (run directory, clocks, signals, devices).
+``session`` holds what surrounds it (run directory, clocks, signals, devices) and ``plan`` what
+is checked before it starts (the run, its config.json, the tokenizer, the trainer state).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from aiayn.train.bleu import BleuScorer, valid_bleu
 from aiayn.train.checkpoints import Progress
 from aiayn.train.distributed import World, all_reduce_sum, setup
 from aiayn.train.metrics import perplexity
+from aiayn.train.plan import check_run
 from aiayn.train.schedule import make_optimizer, noam_lr, set_lr
 from aiayn.train.session import (
     BatchStream,
@@ -69,7 +71,10 @@ def train(
     Stops at max_steps, max_epochs, max_minutes or SIGINT/SIGTERM, then validates and writes a
     checkpoint; raises TrainingDiverged after max_bad_steps non-finite steps in a row. With
     ``cfg.valid_bleu``, ``bleu`` scores the validation translations at each validation
-    (``aiayn.evaluate.greedy_bleu``; see ``aiayn.train.bleu``).
+    (``aiayn.evaluate.greedy_bleu``; see ``aiayn.train.bleu``). Before anything is built,
+    ``plan.check_run`` refuses what ``aiayn train`` refuses: resuming, the run's config.json
+    must have model_cfg's architecture, and the data's tokenizer must be the checkpoints'; cfg
+    replaces the stored TrainConfig (``plan.resolve_configs`` merges settings as the CLI does).
     """
     if cfg.valid_bleu and bleu is None:
         raise ValueError(
@@ -78,6 +83,7 @@ def train(
         )
     runtime = runtime or Runtime()
     world = setup(runtime.device)
+    check_run(run_dir, model_cfg, data.tokenizer, resume)  # the run, its config, the tokenizer
     seed_everything(cfg.seed)  # the same initial weights on every rank
     model = Transformer(model_cfg).to(world.device)
     optimizer = make_optimizer(model.parameters(), cfg)  # 5.3: Adam(0.9, 0.98, 1e-9)
