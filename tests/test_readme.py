@@ -29,6 +29,7 @@ REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
 README_ZH = REPO / "README.zh-CN.md"
 PAPER_MAP = REPO / "docs" / "paper-map.md"
+ZH_DOCS = sorted((REPO / "docs" / "zh").glob("*.md"))  # the study note's errata, in Chinese
 
 RUNNABLE = {"python", "bash"}
 ILLUSTRATIVE = {"", "sh", "text", "toml", "json"}
@@ -354,7 +355,9 @@ def test_readme_opens_with_description_then_make_demo_and_make_test(md: Path) ->
         assert re.search(rf"^{target}:", makefile, re.M), f"Makefile has no '{target}' target"
 
 
-@pytest.mark.parametrize("md", [*READMES, PAPER_MAP], ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "md", [*READMES, PAPER_MAP, *ZH_DOCS], ids=lambda p: str(p.relative_to(REPO))
+)
 def test_every_relative_link_points_to_an_existing_file(md: Path) -> None:
     assert missing_links(md) == []
 
@@ -481,6 +484,11 @@ def test_missing_tests_files_and_names_are_found(tmp_path: Path) -> None:
         "Transformer.vanished",
         "d_gone",
     ]
+
+
+@pytest.mark.parametrize("md", ZH_DOCS, ids=lambda p: str(p.relative_to(REPO)))
+def test_chinese_docs_name_only_existing_tests_files_and_functions(md: Path) -> None:
+    assert missing_names(md.read_text(encoding="utf-8"), REPO) == []
 
 
 def test_paper_map_names_only_existing_tests_files_and_functions() -> None:
