@@ -1,7 +1,7 @@
 """Choose the demo's recipe on the validation split, one trial a call; test only on request.
 
     python benchmarks/demo_trials.py --name m30k-bpe4000 --corpus multi30k \
-        --multi30k-dir ../shared/data/multi30k --vocab-size 4000
+        --multi30k-dir DIR --vocab-size 4000
     python benchmarks/demo_trials.py --name m30k-bpe4000 --corpus multi30k ... --test  # once
 
 A trial is the demo's flow with the settings given: prepare (the demo's packaged subset, or

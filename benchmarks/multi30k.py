@@ -1,6 +1,6 @@
 """Multi30k EN-DE, the standard small benchmark: train for a wall-clock budget, average, BLEU.
 
-    python benchmarks/multi30k.py --multi30k-dir ../shared/data/multi30k --minutes 40 60
+    python benchmarks/multi30k.py --multi30k-dir DIR --minutes 40 60
     python benchmarks/multi30k.py --minutes 60            # downloads the official files
 
 Prepares Multi30k task 1 (train 29,000 / val 1,014 / test_2016_flickr 1,000) with a shared BPE,

@@ -7,7 +7,9 @@ Convention of README.md and README.zh-CN.md:
   with this interpreter's scripts directory (the venv's ``bin``) first on PATH and one thread;
 - a ```sh block or a plain ``` block is illustrative (it needs the network, a GPU, or hours)
   and is not run; every ``aiayn`` command in a ```sh or ```bash block is still parsed by the
-  real argument parser, so a renamed verb or flag fails here.
+  real argument parser, so a renamed verb or flag fails here;
+- a ```text block is program output (the walkthrough's): it must be the real output, and it is
+  the one kind of block in which README.zh-CN.md differs (it quotes ``--lang zh``).
 
 The helpers below are unit-tested on small synthetic documents, so that a broken command is
 shown to fail the test.
@@ -29,6 +31,7 @@ REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
 README_ZH = REPO / "README.zh-CN.md"
 PAPER_MAP = REPO / "docs" / "paper-map.md"
+ZH_DOCS = sorted((REPO / "docs" / "zh").glob("*.md"))  # the study note's errata, in Chinese
 
 RUNNABLE = {"python", "bash"}
 ILLUSTRATIVE = {"", "sh", "text", "toml", "json"}
@@ -105,6 +108,36 @@ def relative_links(text: str) -> list[str]:
             continue  # a URL (https:, mailto:) or an anchor in the same page
         out.append(target.split("#", 1)[0])
     return out
+
+
+def excerpt_problems(excerpt: str, output: str) -> list[str]:
+    """What keeps ``excerpt`` from being a verbatim excerpt of ``output``.
+
+    A line "[…]" marks lines left out; the pieces between must each occur as consecutive lines
+    of the output, in order. The "max |Δ|" figures of the walkthrough's checks are rounding
+    noise that changes between machines (the proofs hold to 1e-9), so they are compared as
+    "max |Δ| = *".
+
+    >>> excerpt_problems("a\\nb\\n[…]\\nd", "a\\nb\\nc\\nd")
+    []
+    >>> excerpt_problems("a\\nc", "a\\nb\\nc")
+    ['not in the output, in order: a | c']
+    """
+
+    def lines(text: str) -> list[str]:
+        return [re.sub(r"max \|Δ\| = \S+", "max |Δ| = *", x).rstrip() for x in text.splitlines()]
+
+    out = lines(output)
+    problems, start = [], 0
+    pieces = "\n".join(lines(excerpt)).split("\n[…]\n")
+    for piece in (p.splitlines() for p in pieces):
+        n = len(piece)
+        found = next((i for i in range(start, len(out) - n + 1) if out[i : i + n] == piece), None)
+        if found is None:
+            problems.append("not in the output, in order: " + " | ".join(piece)[:200])
+        else:
+            start = found + n
+    return problems
 
 
 def missing_links(md: Path) -> list[str]:
@@ -312,6 +345,15 @@ def test_an_unknown_flag_is_caught_without_running() -> None:
     assert aiayn_commands(continued) == [["train", "--run", "r", "--bf16"]]
 
 
+def test_an_excerpt_that_is_not_the_output_is_found() -> None:
+    output = "Step 7\n\n  ✓ S   max |Δ| = 4.4e-16\nrow 1\nrow 2\nrow 3\n"
+    assert excerpt_problems("Step 7\n[…]\nrow 1\nrow 2", output) == []
+    assert excerpt_problems("  ✓ S   max |Δ| = 8.9e-16", output) == []  # only the noise differs
+    assert excerpt_problems("row 1\nrow 3", output) != []  # a line left out without […]
+    assert excerpt_problems("row 2\n[…]\nrow 1", output) != []  # out of order
+    assert excerpt_problems("Step 7\n[…]\nrow 4", output) != []  # not in the output
+
+
 def test_a_missing_link_target_is_found(tmp_path: Path) -> None:
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "here.md").write_text("x")
@@ -354,7 +396,9 @@ def test_readme_opens_with_description_then_make_demo_and_make_test(md: Path) ->
         assert re.search(rf"^{target}:", makefile, re.M), f"Makefile has no '{target}' target"
 
 
-@pytest.mark.parametrize("md", [*READMES, PAPER_MAP], ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "md", [*READMES, PAPER_MAP, *ZH_DOCS], ids=lambda p: str(p.relative_to(REPO))
+)
 def test_every_relative_link_points_to_an_existing_file(md: Path) -> None:
     assert missing_links(md) == []
 
@@ -371,12 +415,25 @@ def test_readme_has_runnable_blocks() -> None:
 
 
 def test_chinese_readme_has_the_same_code_blocks() -> None:
-    """Every block, run or not, is byte-identical in README.zh-CN.md, in the same order."""
+    """Every block, run or not, is byte-identical in README.zh-CN.md, in the same order, except
+    program output (```text): there the Chinese README quotes ``aiayn walkthrough --lang zh``,
+    which is checked against the real output below."""
 
     def blocks(md: Path) -> list[tuple[str, str]]:
-        return [(b.lang, b.code) for b in _blocks(md)]
+        return [(b.lang, "(output)" if b.lang == "text" else b.code) for b in _blocks(md)]
 
     assert blocks(README_ZH) == blocks(README)
+
+
+@pytest.mark.parametrize(("md", "lang"), [(README, "en"), (README_ZH, "zh")], ids=["en", "zh"])
+def test_readme_walkthrough_excerpt_is_its_real_output(
+    md: Path, lang: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from aiayn.cli import main
+
+    (block,) = [b for b in _blocks(md) if b.lang == "text"]
+    assert main(["walkthrough", "--lang", lang]) == 0
+    assert excerpt_problems(block.code, capsys.readouterr().out) == []
 
 
 @pytest.mark.parametrize("md", READMES, ids=lambda p: p.name)
@@ -481,6 +538,11 @@ def test_missing_tests_files_and_names_are_found(tmp_path: Path) -> None:
         "Transformer.vanished",
         "d_gone",
     ]
+
+
+@pytest.mark.parametrize("md", ZH_DOCS, ids=lambda p: str(p.relative_to(REPO)))
+def test_chinese_docs_name_only_existing_tests_files_and_functions(md: Path) -> None:
+    assert missing_names(md.read_text(encoding="utf-8"), REPO) == []
 
 
 def test_paper_map_names_only_existing_tests_files_and_functions() -> None:

@@ -187,7 +187,8 @@ def packaged_corpus(
     """EN-DE (or EN-FR) pairs of the Debian packages, extracted by our own code.
 
     ``origins`` keeps only the pairs of those parts (help, ui, ding); the others are counted
-    as dropped ("<origin>:not_selected").
+    as dropped ("<origin>:not_selected", which the manifest reports as
+    "source:<origin>:not_selected", like every drop inside a source).
     """
     unknown = sorted(set(origins) - set(ORIGINS))
     if unknown or not origins:
