@@ -22,9 +22,9 @@ import torch
 
 from aiayn.model import Trace, trace
 from aiayn.walkthrough import differences, layers, positions, training
-from aiayn.walkthrough.doc import Document, Mat, Para, ProofError, Prover, Section, Table
+from aiayn.walkthrough.doc import Document, Mat, Para, ProofError, Prover, Section, Table, arr
 from aiayn.walkthrough.example import Example, WalkthroughConfig
-from aiayn.walkthrough.steps import Steps, arr
+from aiayn.walkthrough.steps import Steps
 
 __all__ = ["Document", "Example", "ProofError", "WalkthroughConfig", "build", "prove", "texts"]
 

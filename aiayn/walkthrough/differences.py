@@ -18,8 +18,7 @@ import torch
 from aiayn import reference as ref
 from aiayn.model import Transformer
 from aiayn.train.schedule import noam_lr
-from aiayn.walkthrough.doc import Aside, Formula, Group, Mat, Para, Section, Table
-from aiayn.walkthrough.steps import arr
+from aiayn.walkthrough.doc import Aside, Formula, Group, Mat, Para, Section, Table, arr
 
 if TYPE_CHECKING:
     from aiayn.walkthrough.steps import Steps
@@ -30,14 +29,13 @@ def _entropy(a: np.ndarray) -> float:
     return float(-(a * np.log(np.where(a > 0, a, 1.0))).sum(axis=-1).mean())
 
 
-def scale_aside(st: Steps, x: np.ndarray, mha: Any, rows: list[str]) -> Aside:
+def scale_aside(st: Steps, cache: dict, rows: list[str]) -> Aside:
     """Softmax with sqrt(d_k) (the paper, Eq. 1) against sqrt(d_model) (the note's step 2)."""
-    H, K, d = mha.n_heads, mha.d_k, st.d
-    wq, wk = arr(mha.w_q), arr(mha.w_k)
+    att, d = cache["att"], st.d
+    H, K = att["q"].shape[1], att["q"].shape[-1]
     table, pairs = [], []
     for i in range(H):
-        c = slice(i * K, (i + 1) * K)
-        raw = (x @ wq[:, c]) @ (x @ wk[:, c]).T  # (n, n): Q_i K_i^T
+        raw = att["q"][0, i] @ att["k"][0, i].T  # (n, n): Q_i K_i^T
         pair = ref.softmax_forward(raw / math.sqrt(K)), ref.softmax_forward(raw / math.sqrt(d))
         tops, ents = (f"{a.max(axis=1).mean():.3f}" for a in pair), map(_entropy, pair)
         table.append([str(i + 1), *tops, *(f"{e:.3f}" for e in ents)])

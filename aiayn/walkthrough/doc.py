@@ -107,7 +107,8 @@ class Document:
     checks: list[Check]
 
 
-def _numpy(x: Any) -> np.ndarray:
+def arr(x: Any) -> np.ndarray:
+    """A tensor (or array) as a float64 NumPy array."""
     if hasattr(x, "detach"):
         x = x.detach().cpu().double().numpy()
     return np.asarray(x, dtype=np.float64)
@@ -129,7 +130,7 @@ class Prover:
     ) -> Check:
         """Check hand == model and return the Check block (also kept in ``checks``)."""
         tol = self.tol if tol is None else tol
-        a, b = _numpy(hand), _numpy(model)
+        a, b = arr(hand), arr(model)
         if a.shape != b.shape:
             raise ProofError(f"{where}: {what}: shape {a.shape} by hand, {b.shape} in the model")
         finite = np.isfinite(b)

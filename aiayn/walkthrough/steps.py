@@ -16,17 +16,10 @@ import numpy as np
 
 from aiayn import reference as ref
 from aiayn.model import Trace
-from aiayn.walkthrough.doc import Formula, Group, Mat, Para, Prover, Section, Table
+from aiayn.walkthrough.doc import Formula, Group, Mat, Para, Prover, Section, Table, arr
 from aiayn.walkthrough.example import Example
 
 Text = Callable[..., str]
-
-
-def arr(x: Any) -> np.ndarray:
-    """A tensor (or array) as a float64 NumPy array, batch row 0 when it has one."""
-    if hasattr(x, "detach"):
-        x = x.detach().cpu().double().numpy()
-    return np.asarray(x, dtype=np.float64)
 
 
 class Steps:
@@ -58,10 +51,9 @@ class Steps:
         ex, d = self.ex, self.d
         ws = ex.src_words if side == "src" else ex.tgt_in_words
         x_model = arr(self.tr.X_E if side == "src" else self.tr.X_D)[0]  # (n, D)
-        E = arr(self.model.embedding)  # (V, D)
-        rows = E[[ex.vocab.index(w) for w in ws]]  # (n, D)
-        pe = ref.positions(len(ws), d)  # (n, D)
-        x = math.sqrt(d) * rows + pe  # (n, D)
+        E, ids = arr(self.model.embedding), ex.ids(ws).numpy()  # (V, D), (1, n)
+        x = ref.embed_forward(ids, E)[0][0]  # (n, D)
+        rows, pe = E[ids[0]], ref.positions(len(ws), d)  # (n, D) each: what x sums
         sym = "E" if side == "src" else "D"
         e_sym = r"E_{\text{src}}" if side == "src" else r"E_{\text{target}}"
         sec = Section(f"step-{step}", self.t(f"s{step}.title"))
@@ -94,9 +86,7 @@ class Steps:
     def output(self) -> list[Section]:
         ex, tr = self.ex, self.tr
         rows, vocab = ex.tgt_in_words, ex.vocab
-        z = arr(tr.Z_D)[0]  # (T, D)
-        E = arr(self.model.embedding)  # (V, D)
-        logits = z @ E.T  # (T, V)
+        logits = ref.output_forward(arr(tr.Z_D), arr(self.model.embedding))[0]  # (T, V)
         s13 = Section("step-13", self.t("s13.title"))
         s13.add(
             Formula(r"L = Z_D E^\top \in \mathbb{R}^{n_D \times |V|}"),
