@@ -55,7 +55,7 @@ def scale_aside(st: Steps, cache: dict, rows: list[str]) -> Aside:
                 Mat(r"A_1\ (\sqrt{d_{\text{model}}})", pairs[0][1], rows, rows, kind="prob"),
             ]
         ),
-        Table([st.t(f"scale.col{j}") for j in range(5)], table),
+        Table(st.header("scale"), table),
         Para(st.t("scale.why")),
     ]
     return box
@@ -127,7 +127,7 @@ def closing_section(st: Steps) -> Section:
     cfg = st.model.config
     sec = Section("differences", st.t("diff.title"))
     items = [[str(i), st.t(f"diff.item{i}")] for i in range(1, 8)]
-    sec.add(Para(st.t("diff.intro")), Table([st.t("diff.col0"), st.t("diff.col1")], items))
+    sec.add(Para(st.t("diff.intro")), Table(st.header("diff"), items))
     # 5. N = 6
     n_here = st.model.num_parameters()
     six = Transformer(dataclasses.replace(cfg, n_layers=6, n_dec_layers=None)).num_parameters()

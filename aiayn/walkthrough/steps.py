@@ -37,6 +37,10 @@ class Steps:
     def prove(self, where: str, what: str, hand: Any, model: Any):
         return self.prover.check(where, what, hand, model)
 
+    def header(self, name: str) -> list[str]:
+        """A table's header: the cells of the text ``name.cols``."""
+        return self.t(f"{name}.cols").split(" | ")
+
     def sid(self, step: int, layer: int) -> str:
         return f"step-{step}" if layer == 0 else f"step-{step}-layer-{layer + 1}"
 
@@ -107,6 +111,6 @@ class Steps:
         for t, w in enumerate(rows):
             best = int(p[t].argmax())
             table.append([str(t), w, vocab[best], f"{p[t, best]:.3f}", ex.tgt_out_words[t]])
-        s14.add(Table([self.t(f"s14.col{i}") for i in range(5)], table))
+        s14.add(Table(self.header("s14"), table))
         self.facts.update(logits=logits, p=p)
         return [s13, s14]

@@ -65,7 +65,7 @@ def loss_section(st: Steps) -> Section:
             r"\text{otherwise} \end{cases}"
         ),
         Para(st.t("loss.text", eps=f"{eps:g}", n=len(y))),
-        Table([st.t(f"loss.col{i}") for i in range(9)], rows),
+        Table(st.header("loss"), rows),
         st.prover.check(
             "loss",
             r"\bar{\mathcal{L}} = \text{cross-entropy}(L, y)",
@@ -175,7 +175,7 @@ def backward_section(st: Steps) -> Section:
             checks.append(st.prover.check(f"backward: {name}", what, grads[name], g_auto, tol=1e-8))
         sec.add(Para(st.t("grad.E") if module == "embedding" else here))
         sec.add(mats[0] if len(mats) == 1 else Group(mats), *checks)
-    sec.add(Table([st.t(f"grad.col{i}") for i in range(4)], summary))
+    sec.add(Table(st.header("grad"), summary))
     st.facts.update(
         loss=float(loss.detach()), grads={n: p.grad.clone() for n, p in model.named_parameters()}
     )
@@ -240,7 +240,7 @@ def update_section(st: Steps) -> Section:
         [str(t), ex.tgt_out_words[t], f"{p_before[t, v]:.4f}", f"{p_after[t, v]:.4f}"]
         for t, v in enumerate(y)
     ]
-    sec.add(Table([st.t(f"update.col{i}") for i in range(4)], rows))
+    sec.add(Table(st.header("update"), rows))
     losses = (st.facts["loss"], after, st.facts["plain"].mean(), plain_after)
     what = dict(zip(("before", "after", "pb", "pa"), (f"{x:.4f}" for x in losses), strict=True))
     sec.add(Para(st.t("update.result", **what)))
