@@ -43,6 +43,20 @@ class Mat:
         v = np.array(self.values, dtype=np.float64)  # a copy: later steps change the weights
         self.values = v[None, :] if v.ndim == 1 else v
 
+    def labels(self) -> tuple[list[str] | None, list[str] | None]:
+        """The row and the column labels, each None where it does not fit the values' shape."""
+        r, c = self.values.shape
+        rows = self.rows if self.rows is not None and len(self.rows) == r else None
+        return rows, self.cols if self.cols is not None and len(self.cols) == c else None
+
+    def cells(self, decimals: int, minus: str = "-") -> list[list[str]]:
+        """The entries as text (``number``); a mask's 0 is shown as a plain 0."""
+        mask = self.kind == "mask"
+        return [
+            ["0" if mask and x == 0 else number(x, decimals, minus) for x in row]
+            for row in self.values
+        ]
+
 
 @dataclass
 class Group:
@@ -105,6 +119,14 @@ class Document:
     lang: str
     sections: list[Section]
     checks: list[Check]
+
+
+def number(x: float, decimals: int, minus: str = "-") -> str:
+    """A matrix entry: fixed decimals, -inf as -∞ (with ``minus``), no negative zero."""
+    if np.isinf(x):
+        return minus + "∞" if x < 0 else "∞"
+    s = f"{x:.{decimals}f}"
+    return s[1:] if s.startswith("-") and float(s) == 0.0 else s
 
 
 def arr(x: Any) -> np.ndarray:

@@ -10,8 +10,6 @@ import re
 import unicodedata
 from typing import Any
 
-import numpy as np
-
 from aiayn.walkthrough.doc import (
     Aside,
     Check,
@@ -212,23 +210,12 @@ def wrap(text: str, limit: int = WIDTH, indent: str = "") -> list[str]:
     return [indent + line for line in lines]
 
 
-def number(x: float, decimals: int) -> str:
-    """A matrix entry: fixed decimals, -inf as -∞, no negative zero."""
-    if np.isinf(x):
-        return "-∞" if x < 0 else "∞"
-    s = f"{x:.{decimals}f}"
-    return s[1:] if s.startswith("-") and float(s) == 0.0 else s
-
-
 def matrix_lines(m: Mat, decimals: int) -> list[str]:
     """Title with the shape, column labels, then one line per row."""
-    v = m.values
-    r, c = v.shape
+    r, c = m.values.shape
     shape = f"({r}×{c})" if r > 1 else f"({c})"
-    cells = [[number(x, decimals) if m.kind != "mask" or x else "0" for x in row] for row in v]
-    cols = m.cols if m.cols is not None and len(m.cols) == c else None
+    cells, (rows, cols) = m.cells(decimals), m.labels()
     w = max([width(x) for row in cells for x in row] + [width(x) for x in (cols or [])])
-    rows = m.rows if m.rows is not None and len(m.rows) == r else None
     lw = max((width(x) for x in rows), default=0) if rows else 0
     lead = _pad("", lw) + (" " if rows else "")
     lines = [f"{tex_to_text(m.name)}  {shape}"]
