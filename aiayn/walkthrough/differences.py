@@ -34,9 +34,9 @@ def scale_aside(st: Steps, cache: dict, rows: list[str]) -> Aside:
     att, d = cache["att"], st.d
     H, K = att["q"].shape[1], att["q"].shape[-1]
     table, pairs = [], []
-    for i in range(H):
-        raw = att["q"][0, i] @ att["k"][0, i].T  # (n, n): Q_i K_i^T
-        pair = ref.softmax_forward(raw / math.sqrt(K)), ref.softmax_forward(raw / math.sqrt(d))
+    for i in range(H):  # the step's weights, and the softmax of its scores scaled as in the note
+        s_note = att["scores"][0, i] * math.sqrt(K) / math.sqrt(d)  # (n, n): Q_i K_i^T / sqrt(d)
+        pair = att["weights"][0, i], ref.softmax_forward(s_note)  # (n, n) each
         tops, ents = (f"{a.max(axis=1).mean():.3f}" for a in pair), map(_entropy, pair)
         table.append([str(i + 1), *tops, *(f"{e:.3f}" for e in ents)])
         pairs.append(pair)

@@ -87,15 +87,11 @@ def _environment(s: str, i: int) -> tuple[str, int]:
     rows = [r for r in re.split(r"\\\\", s[i:end]) if r.strip()]
     cells = [[tex_to_text(c) for c in r.split("&")] for r in rows]
     if name == "cases":
-        conds = [c[1].removeprefix("if ") if len(c) > 1 else "" for c in cells]
-        text = (
-            "{ "
-            + "; ".join(
-                f"{c[0]} if {k}" if k and k != "otherwise" else f"{c[0]} otherwise"
-                for c, k in zip(cells, conds, strict=True)
-            )
-            + " }"
-        )
+        parts = []
+        for value, *cond in cells:
+            k = cond[0].removeprefix("if ") if cond else ""
+            parts.append(f"{value} if {k}" if k and k != "otherwise" else f"{value} otherwise")
+        text = "{ " + "; ".join(parts) + " }"
     else:
         text = "[" + "; ".join(", ".join(c) for c in cells) + "]"
     return text, end + len(r"\end{" + name + "}")
