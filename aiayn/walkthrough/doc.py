@@ -99,16 +99,16 @@ class Aside:
     """A box 'the note and the paper': what the note's version would compute, and why."""
 
     title: str
-    blocks: list[Any] = field(default_factory=list)
+    blocks: list[Block] = field(default_factory=list)
 
 
 @dataclass
 class Section:
     id: str
     title: str
-    blocks: list[Any] = field(default_factory=list)
+    blocks: list[Block | Aside] = field(default_factory=list)
 
-    def add(self, *blocks: Any) -> Section:
+    def add(self, *blocks: Block | Aside) -> Section:
         self.blocks.extend(blocks)
         return self
 
