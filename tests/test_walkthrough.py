@@ -17,6 +17,7 @@ from aiayn.cli import main
 from aiayn.model import trace
 from aiayn.walkthrough import Example, ProofError, WalkthroughConfig, build, prove
 from aiayn.walkthrough import render_text as rt
+from aiayn.walkthrough.doc import number
 from aiayn.walkthrough.text_en import TEXT as EN
 from aiayn.walkthrough.text_zh import TEXT as ZH
 
@@ -137,6 +138,8 @@ def test_english_and_chinese_texts_have_the_same_keys_and_placeholders() -> None
 
     for key in EN:
         assert fields(EN[key]) == fields(ZH[key]), key
+        if key.endswith(".cols"):  # a table's header: the same number of cells
+            assert len(EN[key].split(" | ")) == len(ZH[key].split(" | ")) > 1, key
 
 
 def test_chinese_walkthrough_reads_in_chinese() -> None:
@@ -176,8 +179,9 @@ def test_tex_to_text_and_wrapping() -> None:
     lines = rt.wrap("这是一句很长的中文，" * 20, limit=40)
     assert all(rt.width(x) <= 40 for x in lines)
     assert not any(x.startswith("，") for x in lines)
-    assert rt.number(-0.0001, 3) == "0.000"
-    assert rt.number(-np.inf, 3) == "-∞"
+    assert number(-0.0001, 3) == "0.000"
+    assert number(-np.inf, 3) == "-∞"
+    assert number(-np.inf, 3, minus="−") == "−∞"
 
 
 def test_cli_prints_the_walkthrough(capsys: pytest.CaptureFixture[str]) -> None:
@@ -197,6 +201,18 @@ def test_cli_writes_html_and_rejects_bad_flags(tmp_path, capsys: pytest.CaptureF
     assert main(["walkthrough", "--d-model", "5"]) == 2
     assert "d_model" in capsys.readouterr().err
     assert main(["walkthrough", "--source", "<s> hello"]) == 2
+
+
+def test_the_report_style_sheet_is_package_data() -> None:
+    import tomllib
+    from pathlib import Path
+
+    from aiayn.walkthrough import render_html
+
+    root = Path(__file__).resolve().parents[1]
+    pyproject = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    assert "report.css" in pyproject["tool"]["setuptools"]["package-data"]["aiayn.walkthrough"]
+    assert "table.heat" in render_html.CSS  # the page's style is read from the file
 
 
 def test_cli_reports_a_failed_proof(monkeypatch, capsys: pytest.CaptureFixture[str]) -> None:

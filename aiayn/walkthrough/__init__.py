@@ -22,9 +22,9 @@ import torch
 
 from aiayn.model import Trace, trace
 from aiayn.walkthrough import differences, layers, positions, training
-from aiayn.walkthrough.doc import Document, Mat, Para, ProofError, Prover, Section, Table
+from aiayn.walkthrough.doc import Document, Mat, Para, ProofError, Prover, Section, Table, arr
 from aiayn.walkthrough.example import Example, WalkthroughConfig
-from aiayn.walkthrough.steps import Steps, arr
+from aiayn.walkthrough.steps import Steps
 
 __all__ = ["Document", "Example", "ProofError", "WalkthroughConfig", "build", "prove", "texts"]
 
@@ -55,9 +55,7 @@ def _intro(st: Steps) -> Section:
         Para(st.t("intro.settings", **sizes, n=mcfg.n_layers, seed=cfg.seed, dec=cfg.decimals)),
         Para(st.t("intro.pair", src=cfg.source, tgt=cfg.target, **words)),
         Para(st.t("intro.vocab", v=len(ex.vocab), pad=ex.vocab[mcfg.pad_id])),
-        Table(
-            [st.t("intro.col0"), st.t("intro.col1")], [[str(i), w] for i, w in enumerate(ex.vocab)]
-        ),
+        Table(st.header("intro"), [[str(i), w] for i, w in enumerate(ex.vocab)]),
         Mat("E", arr(st.model.embedding), ex.vocab, [str(j) for j in range(mcfg.d_model)]),
         Para(st.t("intro.rows", sqrtd=f"{math.sqrt(mcfg.d_model):.3f}")),
     )

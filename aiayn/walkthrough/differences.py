@@ -18,8 +18,7 @@ import torch
 from aiayn import reference as ref
 from aiayn.model import Transformer
 from aiayn.train.schedule import noam_lr
-from aiayn.walkthrough.doc import Aside, Formula, Group, Mat, Para, Section, Table
-from aiayn.walkthrough.steps import arr
+from aiayn.walkthrough.doc import Aside, Formula, Group, Mat, Para, Section, Table, arr
 
 if TYPE_CHECKING:
     from aiayn.walkthrough.steps import Steps
@@ -30,15 +29,14 @@ def _entropy(a: np.ndarray) -> float:
     return float(-(a * np.log(np.where(a > 0, a, 1.0))).sum(axis=-1).mean())
 
 
-def scale_aside(st: Steps, x: np.ndarray, mha: Any, rows: list[str]) -> Aside:
+def scale_aside(st: Steps, cache: dict, rows: list[str]) -> Aside:
     """Softmax with sqrt(d_k) (the paper, Eq. 1) against sqrt(d_model) (the note's step 2)."""
-    H, K, d = mha.n_heads, mha.d_k, st.d
-    wq, wk = arr(mha.w_q), arr(mha.w_k)
+    att, d = cache["att"], st.d
+    H, K = att["q"].shape[1], att["q"].shape[-1]
     table, pairs = [], []
-    for i in range(H):
-        c = slice(i * K, (i + 1) * K)
-        raw = (x @ wq[:, c]) @ (x @ wk[:, c]).T  # (n, n): Q_i K_i^T
-        pair = ref.softmax_forward(raw / math.sqrt(K)), ref.softmax_forward(raw / math.sqrt(d))
+    for i in range(H):  # the step's weights, and the softmax of its scores scaled as in the note
+        s_note = att["scores"][0, i] * math.sqrt(K) / math.sqrt(d)  # (n, n): Q_i K_i^T / sqrt(d)
+        pair = att["weights"][0, i], ref.softmax_forward(s_note)  # (n, n) each
         tops, ents = (f"{a.max(axis=1).mean():.3f}" for a in pair), map(_entropy, pair)
         table.append([str(i + 1), *tops, *(f"{e:.3f}" for e in ents)])
         pairs.append(pair)
@@ -57,7 +55,7 @@ def scale_aside(st: Steps, x: np.ndarray, mha: Any, rows: list[str]) -> Aside:
                 Mat(r"A_1\ (\sqrt{d_{\text{model}}})", pairs[0][1], rows, rows, kind="prob"),
             ]
         ),
-        Table([st.t(f"scale.col{j}") for j in range(5)], table),
+        Table(st.header("scale"), table),
         Para(st.t("scale.why")),
     ]
     return box
@@ -129,7 +127,7 @@ def closing_section(st: Steps) -> Section:
     cfg = st.model.config
     sec = Section("differences", st.t("diff.title"))
     items = [[str(i), st.t(f"diff.item{i}")] for i in range(1, 8)]
-    sec.add(Para(st.t("diff.intro")), Table([st.t("diff.col0"), st.t("diff.col1")], items))
+    sec.add(Para(st.t("diff.intro")), Table(st.header("diff"), items))
     # 5. N = 6
     n_here = st.model.num_parameters()
     six = Transformer(dataclasses.replace(cfg, n_layers=6, n_dec_layers=None)).num_parameters()

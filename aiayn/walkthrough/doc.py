@@ -43,6 +43,20 @@ class Mat:
         v = np.array(self.values, dtype=np.float64)  # a copy: later steps change the weights
         self.values = v[None, :] if v.ndim == 1 else v
 
+    def labels(self) -> tuple[list[str] | None, list[str] | None]:
+        """The row and the column labels, each None where it does not fit the values' shape."""
+        r, c = self.values.shape
+        rows = self.rows if self.rows is not None and len(self.rows) == r else None
+        return rows, self.cols if self.cols is not None and len(self.cols) == c else None
+
+    def cells(self, decimals: int, minus: str = "-") -> list[list[str]]:
+        """The entries as text (``number``); a mask's 0 is shown as a plain 0."""
+        mask = self.kind == "mask"
+        return [
+            ["0" if mask and x == 0 else number(x, decimals, minus) for x in row]
+            for row in self.values
+        ]
+
 
 @dataclass
 class Group:
@@ -85,16 +99,16 @@ class Aside:
     """A box 'the note and the paper': what the note's version would compute, and why."""
 
     title: str
-    blocks: list[Any] = field(default_factory=list)
+    blocks: list[Block] = field(default_factory=list)
 
 
 @dataclass
 class Section:
     id: str
     title: str
-    blocks: list[Any] = field(default_factory=list)
+    blocks: list[Block | Aside] = field(default_factory=list)
 
-    def add(self, *blocks: Any) -> Section:
+    def add(self, *blocks: Block | Aside) -> Section:
         self.blocks.extend(blocks)
         return self
 
@@ -107,7 +121,16 @@ class Document:
     checks: list[Check]
 
 
-def _numpy(x: Any) -> np.ndarray:
+def number(x: float, decimals: int, minus: str = "-") -> str:
+    """A matrix entry: fixed decimals, -inf as -∞ (with ``minus``), no negative zero."""
+    if np.isinf(x):
+        return minus + "∞" if x < 0 else "∞"
+    s = f"{x:.{decimals}f}"
+    return s[1:] if s.startswith("-") and float(s) == 0.0 else s
+
+
+def arr(x: Any) -> np.ndarray:
+    """A tensor (or array) as a float64 NumPy array."""
     if hasattr(x, "detach"):
         x = x.detach().cpu().double().numpy()
     return np.asarray(x, dtype=np.float64)
@@ -129,7 +152,7 @@ class Prover:
     ) -> Check:
         """Check hand == model and return the Check block (also kept in ``checks``)."""
         tol = self.tol if tol is None else tol
-        a, b = _numpy(hand), _numpy(model)
+        a, b = arr(hand), arr(model)
         if a.shape != b.shape:
             raise ProofError(f"{where}: {what}: shape {a.shape} by hand, {b.shape} in the model")
         finite = np.isfinite(b)

@@ -33,9 +33,8 @@ from aiayn.model import Transformer, sinusoidal_positions
 BOS, EOS = "<s>", "</s>"
 
 # A CJK character is a word by itself; anything else is split at white space.
-_WORD = re.compile(
-    r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[^\s\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+"
-)
+_CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"  # kana, CJK ideographs
+_WORD = re.compile(rf"[{_CJK}]|[^\s{_CJK}]+")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -16,10 +16,8 @@ import numpy as np
 
 from aiayn import reference as ref
 from aiayn.walkthrough import differences
-from aiayn.walkthrough.doc import Formula, Group, Mat, Para, Section
-from aiayn.walkthrough.steps import Steps, arr
-
-CROSS = r"^{\text{cross}}"
+from aiayn.walkthrough.doc import Formula, Group, Mat, Para, Section, arr
+from aiayn.walkthrough.steps import Steps
 
 
 @dataclass(frozen=True)
@@ -99,24 +97,29 @@ FORMULAS = {
 
 
 def attention(st: Steps, sec: Section, where: str, mha: Any, rec: dict, x_q, x_kv, rows, cols, s):
-    """Per head: Q_i, K_i, V_i, S_i (masked), A_i = softmax, O_i; then Concat and W^O.  3.2."""
+    """Per head: Q_i, K_i, V_i, S_i (masked), A_i = softmax, O_i; then Concat and W^O.  3.2.
+
+    Returns M (Lq, D) and the twin's cache of ``mha_forward`` (a batch of one).
+    """
     w_sfx, q_name, kv_name, m_name, wo_name = s.tex
     H, K, causal = mha.n_heads, mha.d_k, s.step == 7
-    wqkv = wq, wk, wv = [arr(w) for w in (mha.w_q, mha.w_k, mha.w_v)]
-    wo = arr(mha.w_o)
+    wqkv, wo = [arr(w) for w in (mha.w_q, mha.w_k, mha.w_v)], arr(mha.w_o)
     keep = np.tri(len(rows), len(cols), dtype=bool) if causal else None  # (Lq, Lk)
+    m, cache = ref.mha_forward(x_q[None], x_kv[None], arr(mha.w_qkv), wo, H, K, keep)
+    m, concat, att = m[0], cache["concat"][0], cache["att"]  # (Lq, D), (Lq, H K), per head
     if causal:
         sec.add(Mat("M", np.where(keep, 0.0, -np.inf), rows, cols, kind="mask"))
     dcols, kcols = [str(j) for j in range(st.d)], [str(j) for j in range(K)]
-    heads, weights = [], []
     for i in range(H):
         c, j = slice(i * K, (i + 1) * K), i + 1
-        q, k, v = x_q @ wq[:, c], x_kv @ wk[:, c], x_kv @ wv[:, c]  # (L, K) each
-        o, att = ref.attention_forward(q, k, v, keep)  # (Lq, K)
-        sc, a = att["scores"], att["weights"]  # (Lq, Lk) each
-        ws = [Mat(rf"W_{{{n}_{j}}}{w_sfx}", w[:, c], dcols, kcols) for n, w in zip("QKV", wqkv)]  # noqa: B905
+        q, k, v, sc, a = (att[n][0, i] for n in ("q", "k", "v", "scores", "weights"))
+        o = concat[:, c]  # (Lq, K): O_i = A_i V_i
+        ws = [
+            Mat(rf"W_{{{n}_{j}}}{w_sfx}", w[:, c], dcols, kcols)
+            for n, w in zip("QKV", wqkv, strict=True)
+        ]
         sec.add(Para(st.t("head", i=j, lo=i * K, hi=(i + 1) * K - 1)), Group(ws))
-        qkv = [Mat(f"{n}_{j}", m, r, kcols) for n, m, r in (("Q", q, rows), ("K", k, cols))]
+        qkv = [Mat(f"Q_{j}", q, rows, kcols), Mat(f"K_{j}", k, cols, kcols)]
         qkv.append(Mat(f"V_{j}", v, cols, kcols))
         sec.add(Group(qkv) if len(rows) == len(cols) else qkv[0])
         if len(rows) != len(cols):
@@ -136,11 +139,7 @@ def attention(st: Steps, sec: Section, where: str, mha: Any, rec: dict, x_q, x_k
             (rf"A_{j} = \operatorname{{softmax}}(S_{j})", a, rec["weights"]),
             (rf"O_{j} = A_{j} V_{j}", o, rec["O"]),
         ]
-        sec.add(*(st.prove(f"{where}, head {j}", w, h, arr(m)[0, i]) for w, h, m in proofs))
-        heads.append(o)
-        weights.append(a)
-    concat = np.concatenate(heads, axis=1)  # (Lq, H K)
-    m = concat @ wo  # (Lq, D)
+        sec.add(*(st.prove(f"{where}, head {j}", w, h, arr(t)[0, i]) for w, h, t in proofs))
     hk = [str(j) for j in range(H * K)]
     cat = r"\operatorname{Concat}(O_1..O_h)"
     sec.add(
@@ -150,7 +149,7 @@ def attention(st: Steps, sec: Section, where: str, mha: Any, rec: dict, x_q, x_k
         st.prove(where, cat, concat, arr(rec["concat"])[0]),
         st.prove(where, m_name + rf" = {cat}\, W^O", m, arr(rec["M"])[0]),
     )
-    return weights, concat, m
+    return m, cache
 
 
 def add_norm(st: Steps, sec: Section, where: str, norm: Any, x, sub, r_model, h_model, rows, s):
@@ -223,17 +222,15 @@ def stack(st: Steps, side: str) -> list[Section]:
             if s.kind == "attn":
                 x, kv = val(keys[1]), val(keys[2])  # (T or S, D)
                 cols = ex.src_words if keys[2] == "Z_E" else rows
-                a, concat, m = attention(st, sec, where, mod, rec[keys[0]], x, kv, rows, cols, s)
+                m, cache = attention(st, sec, where, mod, rec[keys[0]], x, kv, rows, cols, s)
                 if s.step == 2 and li == 0:
-                    sec.add(differences.scale_aside(st, x, mod, rows))
-                    sec.add(differences.wo_aside(st, x, concat, m, rows))
+                    sec.add(differences.scale_aside(st, cache, rows))
+                    sec.add(differences.wo_aside(st, x, cache["concat"][0], m, rows))
                 if s.step == 7:
                     above = ~np.tri(len(rows), dtype=bool)  # (T, T)
                     upper = arr(rec["self_attn"]["weights"])[0][:, above]  # (H, T (T - 1) / 2)
                     what = r"A_i = 0 \text{ above the diagonal}"
                     sec.add(st.prove(where, what, np.zeros_like(upper), upper))
-                if s.step == 9:
-                    st.facts.setdefault("cross", a)
             elif s.kind == "norm":
                 x, sub, r_key, out_key = keys
                 r_model = val(r_key) if r_key != "-" else None

@@ -78,7 +78,7 @@ def section(st: Steps) -> Section:
             r"\omega_i = \frac{1}{10000^{2i/d_{\text{model}}}},\qquad \lambda_i = "
             r"\frac{2\pi}{\omega_i} = 2\pi \cdot 10000^{2i/d_{\text{model}}}"
         ),
-        Table([st.t(f"pos.col{j}") for j in range(5)], rows),
+        Table(st.header("pos"), rows),
         Para(st.t("pos.wavelengths", d=d, last=f"{1 / w[-1]:.4g}", l512=f"{last512:.0f}")),
         Figure(ref.positions(64, d).T, st.t("pos.fig", d=d), "pos", "i"),
         Figure(ref.positions(100, 64).T, st.t("pos.fig", d=64), "pos", "i"),
@@ -126,6 +126,6 @@ def section(st: Steps) -> Section:
             r"PE(p + k) = \sum_i \cos(\omega_i k)"
         ),
         st.prover.check("positions", rf"{norm} = {_D} / 2", norms, np.full_like(norms, d / 2)),
-        Table([st.t(f"pos.dcol{j}") for j in range(3)], dots),
+        Table(st.header("pos.dots"), dots),
     )
     return sec

@@ -3,12 +3,14 @@
 Nothing is fetched when the page is viewed: the LaTeX is converted to MathML here (the
 ``latex2mathml`` package; browsers render MathML natively), matrices are HTML tables whose cells
 are coloured by value, and the positional-encoding pictures are inline SVG. No script runs.
+The style sheet, ``report.css``, is copied into the page.
 """
 
 from __future__ import annotations
 
 import html
 import re
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,47 +31,7 @@ from aiayn.walkthrough.doc import (
 _RED, _BLUE, _WHITE = np.array([202, 62, 48]), np.array([38, 99, 170]), np.array([255, 255, 255])
 _MASK = "#d4d4d4"
 
-CSS = """
-:root { --ink: #1d2430; --muted: #5b6575; --line: #d9dee6; --accent: #2563aa; }
-* { box-sizing: border-box; }
-body { margin: 0; font: 15px/1.55 system-ui, -apple-system, "Segoe UI", "Noto Sans",
-  "Noto Sans CJK SC", "WenQuanYi Micro Hei", sans-serif; color: var(--ink); background: #fbfbfd; }
-header { padding: 28px 40px 12px; background: #fff; border-bottom: 1px solid var(--line); }
-header h1 { margin: 0 0 6px; font-size: 26px; }
-.badge { display: inline-block; padding: 3px 10px; border-radius: 12px; background: #e4f4e8;
-  color: #17603a; font-weight: 600; font-size: 13px; }
-nav { padding: 10px 40px; background: #fff; border-bottom: 1px solid var(--line);
-  font-size: 13px; }
-nav a { color: var(--accent); text-decoration: none; margin-right: 14px; white-space: nowrap; }
-main { max-width: 1180px; padding: 8px 40px 60px; }
-section { background: #fff; border: 1px solid var(--line); border-radius: 8px; margin: 22px 0;
-  padding: 6px 24px 18px; }
-section h2 { font-size: 20px; margin: 14px 0 8px; }
-p { max-width: 880px; margin: 8px 0; }
-.formula { margin: 6px 0 8px 12px; padding: 6px 0; font-size: 17px; display: flex;
-  flex-wrap: wrap; align-items: center; gap: 4px 2.2em; }
-.formula math { display: block; text-align: left; max-width: 100%; }
-.group { display: flex; flex-wrap: wrap; gap: 6px 26px; align-items: flex-start; }
-figure { margin: 10px 0; }
-figure.mat figcaption { font-size: 14px; margin-bottom: 3px; padding: 3px 0; }
-.shape { color: var(--muted); font-size: 12px; margin-left: 6px; }
-table.heat { border-collapse: collapse; font: 12px/1.2 ui-monospace, "DejaVu Sans Mono",
-  monospace; }
-table.heat td, table.heat th { padding: 3px 6px; text-align: right; }
-table.heat th { color: var(--muted); font-weight: 500; }
-table.heat td { min-width: 50px; border: 1px solid rgba(255,255,255,.6); }
-table.data { border-collapse: collapse; font-size: 13px; margin: 10px 0; }
-table.data th, table.data td { border-bottom: 1px solid var(--line); padding: 4px 10px;
-  text-align: left; vertical-align: top; }
-table.data th { background: #f3f5f8; }
-.check { font-size: 13px; color: #17603a; margin: 2px 0 2px 4px; padding: 3px 0; }
-.check .diff { color: var(--muted); margin-left: 10px; font-family: ui-monospace, monospace; }
-aside { border-left: 4px solid #d9a43a; background: #fdf8ec; padding: 4px 18px 10px;
-  margin: 16px 0; border-radius: 0 6px 6px 0; }
-aside h3 { font-size: 16px; margin: 10px 0 4px; color: #7a5511; }
-figure.pic figcaption { font-size: 13px; color: var(--muted); }
-svg text { font: 10px sans-serif; fill: #5b6575; }
-"""
+CSS = (Path(__file__).parent / "report.css").read_text(encoding="utf-8")  # the page's style
 
 
 def tex(tex_src: str, display: bool = False) -> str:
@@ -125,21 +87,13 @@ def colour(v: float, kind: str, scale: float) -> tuple[str, str]:
     return f"rgb({r},{g},{b})", "#fff" if abs(t) > 0.6 else "#1d2430"
 
 
-def number(x: float, decimals: int) -> str:
-    if np.isinf(x):
-        return "−∞" if x < 0 else "∞"
-    s = f"{x:.{decimals}f}"
-    return s[1:] if s.startswith("-") and float(s) == 0.0 else s
-
-
 def matrix(m: Mat, decimals: int) -> str:
     v = m.values
     r, c = v.shape
     finite = v[np.isfinite(v)]
     scale = float(np.abs(finite).max()) if finite.size else 1.0
     shape = f"{r}×{c}" if r > 1 else f"{c}"
-    rows = m.rows if m.rows is not None and len(m.rows) == r else None
-    cols = m.cols if m.cols is not None and len(m.cols) == c else None
+    cells, (rows, cols) = m.cells(decimals, minus="−"), m.labels()
     out = [
         f'<figure class="mat"><figcaption>{tex(m.name)}<span class="shape">{shape}</span>'
         '</figcaption><table class="heat">'
@@ -148,13 +102,12 @@ def matrix(m: Mat, decimals: int) -> str:
         head = "<th></th>" if rows else ""
         out.append("<tr>" + head + "".join(f"<th>{html.escape(x)}</th>" for x in cols) + "</tr>")
     for i in range(r):
-        cells = []
+        tds = []
         for j in range(c):
             bg, fg = colour(v[i, j], m.kind, scale)
-            text = "0" if m.kind == "mask" and v[i, j] == 0 else number(v[i, j], decimals)
-            cells.append(f'<td style="background:{bg};color:{fg}">{text}</td>')
+            tds.append(f'<td style="background:{bg};color:{fg}">{cells[i][j]}</td>')
         label = f"<th>{html.escape(rows[i])}</th>" if rows else ""
-        out.append("<tr>" + label + "".join(cells) + "</tr>")
+        out.append("<tr>" + label + "".join(tds) + "</tr>")
     out.append("</table></figure>")
     return "".join(out)
 
@@ -235,7 +188,7 @@ def render(doc: Document, decimals: int = 3) -> str:
     return (
         f'<!DOCTYPE html><html lang="{doc.lang}"><head><meta charset="utf-8">'
         f'<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{html.escape(doc.title)}</title><style>{CSS}</style></head><body>"
+        f"<title>{html.escape(doc.title)}</title><style>\n{CSS}</style></head><body>"
         f'<header><h1>{html.escape(doc.title)}</h1><span class="badge">{badge}</span></header>'
         f"<nav>{nav}</nav><main>{body}</main></body></html>\n"
     )

@@ -10,8 +10,6 @@ import re
 import unicodedata
 from typing import Any
 
-import numpy as np
-
 from aiayn.walkthrough.doc import (
     Aside,
     Check,
@@ -89,15 +87,11 @@ def _environment(s: str, i: int) -> tuple[str, int]:
     rows = [r for r in re.split(r"\\\\", s[i:end]) if r.strip()]
     cells = [[tex_to_text(c) for c in r.split("&")] for r in rows]
     if name == "cases":
-        conds = [c[1].removeprefix("if ") if len(c) > 1 else "" for c in cells]
-        text = (
-            "{ "
-            + "; ".join(
-                f"{c[0]} if {k}" if k and k != "otherwise" else f"{c[0]} otherwise"
-                for c, k in zip(cells, conds, strict=True)
-            )
-            + " }"
-        )
+        parts = []
+        for value, *cond in cells:
+            k = cond[0].removeprefix("if ") if cond else ""
+            parts.append(f"{value} if {k}" if k and k != "otherwise" else f"{value} otherwise")
+        text = "{ " + "; ".join(parts) + " }"
     else:
         text = "[" + "; ".join(", ".join(c) for c in cells) + "]"
     return text, end + len(r"\end{" + name + "}")
@@ -212,23 +206,12 @@ def wrap(text: str, limit: int = WIDTH, indent: str = "") -> list[str]:
     return [indent + line for line in lines]
 
 
-def number(x: float, decimals: int) -> str:
-    """A matrix entry: fixed decimals, -inf as -∞, no negative zero."""
-    if np.isinf(x):
-        return "-∞" if x < 0 else "∞"
-    s = f"{x:.{decimals}f}"
-    return s[1:] if s.startswith("-") and float(s) == 0.0 else s
-
-
 def matrix_lines(m: Mat, decimals: int) -> list[str]:
     """Title with the shape, column labels, then one line per row."""
-    v = m.values
-    r, c = v.shape
+    r, c = m.values.shape
     shape = f"({r}×{c})" if r > 1 else f"({c})"
-    cells = [[number(x, decimals) if m.kind != "mask" or x else "0" for x in row] for row in v]
-    cols = m.cols if m.cols is not None and len(m.cols) == c else None
+    cells, (rows, cols) = m.cells(decimals), m.labels()
     w = max([width(x) for row in cells for x in row] + [width(x) for x in (cols or [])])
-    rows = m.rows if m.rows is not None and len(m.rows) == r else None
     lw = max((width(x) for x in rows), default=0) if rows else 0
     lead = _pad("", lw) + (" " if rows else "")
     lines = [f"{tex_to_text(m.name)}  {shape}"]

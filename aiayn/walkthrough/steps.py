@@ -16,17 +16,10 @@ import numpy as np
 
 from aiayn import reference as ref
 from aiayn.model import Trace
-from aiayn.walkthrough.doc import Formula, Group, Mat, Para, Prover, Section, Table
+from aiayn.walkthrough.doc import Formula, Group, Mat, Para, Prover, Section, Table, arr
 from aiayn.walkthrough.example import Example
 
 Text = Callable[..., str]
-
-
-def arr(x: Any) -> np.ndarray:
-    """A tensor (or array) as a float64 NumPy array, batch row 0 when it has one."""
-    if hasattr(x, "detach"):
-        x = x.detach().cpu().double().numpy()
-    return np.asarray(x, dtype=np.float64)
 
 
 class Steps:
@@ -44,6 +37,10 @@ class Steps:
     def prove(self, where: str, what: str, hand: Any, model: Any):
         return self.prover.check(where, what, hand, model)
 
+    def header(self, name: str) -> list[str]:
+        """A table's header: the cells of the text ``name.cols``."""
+        return self.t(f"{name}.cols").split(" | ")
+
     def sid(self, step: int, layer: int) -> str:
         return f"step-{step}" if layer == 0 else f"step-{step}-layer-{layer + 1}"
 
@@ -58,10 +55,9 @@ class Steps:
         ex, d = self.ex, self.d
         ws = ex.src_words if side == "src" else ex.tgt_in_words
         x_model = arr(self.tr.X_E if side == "src" else self.tr.X_D)[0]  # (n, D)
-        E = arr(self.model.embedding)  # (V, D)
-        rows = E[[ex.vocab.index(w) for w in ws]]  # (n, D)
-        pe = ref.positions(len(ws), d)  # (n, D)
-        x = math.sqrt(d) * rows + pe  # (n, D)
+        E, ids = arr(self.model.embedding), ex.ids(ws).numpy()  # (V, D), (1, n)
+        x = ref.embed_forward(ids, E)[0][0]  # (n, D)
+        rows, pe = E[ids[0]], ref.positions(len(ws), d)  # (n, D) each: what x sums
         sym = "E" if side == "src" else "D"
         e_sym = r"E_{\text{src}}" if side == "src" else r"E_{\text{target}}"
         sec = Section(f"step-{step}", self.t(f"s{step}.title"))
@@ -94,9 +90,7 @@ class Steps:
     def output(self) -> list[Section]:
         ex, tr = self.ex, self.tr
         rows, vocab = ex.tgt_in_words, ex.vocab
-        z = arr(tr.Z_D)[0]  # (T, D)
-        E = arr(self.model.embedding)  # (V, D)
-        logits = z @ E.T  # (T, V)
+        logits = ref.output_forward(arr(tr.Z_D), arr(self.model.embedding))[0]  # (T, V)
         s13 = Section("step-13", self.t("s13.title"))
         s13.add(
             Formula(r"L = Z_D E^\top \in \mathbb{R}^{n_D \times |V|}"),
@@ -117,6 +111,6 @@ class Steps:
         for t, w in enumerate(rows):
             best = int(p[t].argmax())
             table.append([str(t), w, vocab[best], f"{p[t, best]:.3f}", ex.tgt_out_words[t]])
-        s14.add(Table([self.t(f"s14.col{i}") for i in range(5)], table))
+        s14.add(Table(self.header("s14"), table))
         self.facts.update(logits=logits, p=p)
         return [s13, s14]

@@ -1,7 +1,8 @@
 """The walkthrough's prose in English (the default).  Keys are shared with ``text_zh``.
 
-Placeholders in braces are filled with the example's numbers; formulas live in the code (LaTeX)
-and are the same in every language.
+Placeholders in braces are filled with the example's numbers; a ``.cols`` key is a table's
+header, its cells separated by " | ". Formulas live in the code (LaTeX) and are the same in
+every language.
 """
 
 TEXT: dict[str, str] = {
@@ -36,8 +37,7 @@ TEXT: dict[str, str] = {
         "in the source nor among the words to predict, so nothing is masked or skipped because "
         "of it."
     ),
-    "intro.col0": "id",
-    "intro.col1": "word",
+    "intro.cols": "id | word",
     "intro.rows": (
         "E holds one row of d_model numbers per word (random before training). It serves three "
         "times (3.4): for the source words, for the target words (both multiplied by "
@@ -125,11 +125,7 @@ TEXT: dict[str, str] = {
         "position can choose a word. The model is untrained, so its choices are arbitrary and "
         "its rows close to uniform (1/|V| = {u})."
     ),
-    "s14.col0": "t",
-    "s14.col1": "input",
-    "s14.col2": "most probable word",
-    "s14.col3": "its probability",
-    "s14.col4": "correct next word",
+    "s14.cols": "t | input | most probable word | its probability | correct next word",
     # Asides: the note and the paper.
     "scale.title": "The note and the paper: √d_k, not √d_model",
     "scale.text": (
@@ -139,11 +135,9 @@ TEXT: dict[str, str] = {
         "uniform distribution, whose entropy is ln {n} = {u}. The table gives, for each head, "
         "the mean of the rows' largest weight and the mean row entropy (nats)."
     ),
-    "scale.col0": "head",
-    "scale.col1": "max weight (√d_k)",
-    "scale.col2": "max weight (√d_model)",
-    "scale.col3": "entropy (√d_k)",
-    "scale.col4": "entropy (√d_model)",
+    "scale.cols": (
+        "head | max weight (√d_k) | max weight (√d_model) | entropy (√d_k) | entropy (√d_model)"
+    ),
     "scale.why": (
         "Why √d_k: if the entries of q and k are independent with mean 0 and variance 1, q·k is "
         "a sum of d_k terms with variance d_k; dividing by √d_k brings it back to variance 1 for "
@@ -182,15 +176,9 @@ TEXT: dict[str, str] = {
         "the mean runs over the real target tokens (here all {n} rows are real tokens)."
     ),
     "loss.mean": "mean",
-    "loss.col0": "t",
-    "loss.col1": "input",
-    "loss.col2": "y_t",
-    "loss.col3": "p(y_t)",
-    "loss.col4": "−log p(y_t)",
-    "loss.col5": "smoothed L_t",
-    "loss.col6": "argmax",
-    "loss.col7": "max p",
-    "loss.col8": "−log max p",
+    "loss.cols": (
+        "t | input | y_t | p(y_t) | −log p(y_t) | smoothed L_t | argmax | max p | −log max p"
+    ),
     "p.title": "The note and the paper: p(y_t) is the correct word's probability",
     "p.text": (
         "The note reads p(y_t) as the largest probability in the row (last two columns). With "
@@ -237,10 +225,7 @@ TEXT: dict[str, str] = {
     "grad.cross_attn": ", cross-attention",
     "grad.ffn": ", feed-forward",
     "grad.norm": ", LayerNorm {i}",
-    "grad.col0": "where",
-    "grad.col1": "parameter",
-    "grad.col2": "shape",
-    "grad.col3": "‖gradient‖",
+    "grad.cols": "where | parameter | shape | ‖gradient‖",
     # The optimizer step.
     "update.title": "One optimizer step",
     "update.adam": (
@@ -257,10 +242,7 @@ TEXT: dict[str, str] = {
     ),
     "update.lr_given": "this walkthrough uses the rate given with --lr",
     "update.lr_step": "this walkthrough uses Eq. (3) at step {step} (the peak is at step = warmup)",
-    "update.col0": "t",
-    "update.col1": "y_t",
-    "update.col2": "p(y_t) before",
-    "update.col3": "p(y_t) after",
+    "update.cols": "t | y_t | p(y_t) before | p(y_t) after",
     "update.result": (
         "The smoothed loss goes from {before} to {after} (the plain mean of −log p(y_t) from {pb} "
         "to {pa}). ΔE above is the change of the shared embedding."
@@ -274,11 +256,7 @@ TEXT: dict[str, str] = {
         "With PE added, the same shuffle changes the outputs (by up to {moved} here): the order "
         "has become visible."
     ),
-    "pos.col0": "i",
-    "pos.col1": "dimensions",
-    "pos.col2": "ω_i",
-    "pos.col3": "wavelength λ_i",
-    "pos.col4": "λ_i / 2π",
+    "pos.cols": "i | dimensions | ω_i | wavelength λ_i | λ_i / 2π",
     "pos.wavelengths": (
         "Each pair of dimensions (2i, 2i+1) turns at its own frequency ω_i. The wavelengths form "
         "a geometric progression from 2π (pair 0: one turn every 6.28 positions) towards "
@@ -307,9 +285,7 @@ TEXT: dict[str, str] = {
         "‖PE(pos)‖² = {half} (each pair is a unit vector), and the dot product PE(p)·PE(p + k) = "
         "Σ_i cos(ω_i·k) depends only on the distance k, not on p."
     ),
-    "pos.dcol0": "k",
-    "pos.dcol1": "Σ_i cos(ω_i k)",
-    "pos.dcol2": "max deviation over p",
+    "pos.dots.cols": "k | Σ_i cos(ω_i k) | max deviation over p",
     # Where the note and the paper differ.
     "diff.title": "Where the note and the paper differ",
     "diff.intro": (
@@ -317,8 +293,7 @@ TEXT: dict[str, str] = {
         "implements the paper; where the note says otherwise, here is the paper's version. Items "
         "1 to 4 were shown with numbers beside their steps."
     ),
-    "diff.col0": "#",
-    "diff.col1": "the paper",
+    "diff.cols": "# | the paper",
     "diff.item1": "Step 2 scales by √d_model; the paper (and the note's step 7) by √d_k (3.2.1).",
     "diff.item2": (
         "Step 2 concatenates the heads directly; the paper multiplies the concatenation by W^O "

@@ -1,6 +1,7 @@
 """The walkthrough's prose in Chinese, the note's language (``--lang zh``).
 
-The keys and placeholders are those of ``text_en``; the terms are the note's own.
+The keys and placeholders are those of ``text_en`` (a ``.cols`` key: a table's header, its
+cells separated by " | "); the terms are the note's own.
 """
 
 TEXT: dict[str, str] = {
@@ -29,8 +30,7 @@ TEXT: dict[str, str] = {
         "。只有一对句子，用不着填充，所以没有单独的 <pad>；模型的 pad_id 用的是 {pad} 的编号，它"
         "既不出现在源句里，也不在要预测的词里，因此不会因为它屏蔽或跳过任何东西。"
     ),
-    "intro.col0": "编号",
-    "intro.col1": "词",
+    "intro.cols": "编号 | 词",
     "intro.rows": (
         "E 的每一行是一个词的 d_model 个数（训练开始前是随机的）。它被用了三次（3.4 节）：源句的"
         "词、目标句的词（两者都乘以 √d_model = {sqrtd}），以及转置后作为第 13 步的输出层。"
@@ -108,11 +108,7 @@ TEXT: dict[str, str] = {
         "每一行变成词表上的一个概率分布，输出的每个位置就能选词了。模型还没有训练，所以它的选择是"
         "随意的，每一行都接近均匀分布（1/|V| = {u}）。"
     ),
-    "s14.col0": "t",
-    "s14.col1": "输入",
-    "s14.col2": "概率最大的词",
-    "s14.col3": "它的概率",
-    "s14.col4": "正确的下一个词",
+    "s14.cols": "t | 输入 | 概率最大的词 | 它的概率 | 正确的下一个词",
     # 笔记与论文
     "scale.title": "笔记与论文：除以 √d_k，不是 √d_model",
     "scale.text": (
@@ -121,11 +117,7 @@ TEXT: dict[str, str] = {
         "平：每一行都向均匀分布靠拢，而均匀分布的熵是 ln {n} = {u}。下表对每个头给出各行最大权重"
         "的平均值和各行熵的平均值（单位：nat）。"
     ),
-    "scale.col0": "头",
-    "scale.col1": "最大权重（√d_k）",
-    "scale.col2": "最大权重（√d_model）",
-    "scale.col3": "熵（√d_k）",
-    "scale.col4": "熵（√d_model）",
+    "scale.cols": "头 | 最大权重（√d_k） | 最大权重（√d_model） | 熵（√d_k） | 熵（√d_model）",
     "scale.why": (
         "为什么是 √d_k：如果 q 和 k 的各分量独立、均值为 0、方差为 1，那么 q·k 是 d_k 项之和，方"
         "差为 d_k；除以 √d_k 后方差回到 1，与头的大小无关（3.2.1 节，脚注 4）。分数太大，softmax "
@@ -157,15 +149,9 @@ TEXT: dict[str, str] = {
         "计入：平均只在真实的目标 token 上取（这里 {n} 行都是真实的 token）。"
     ),
     "loss.mean": "平均",
-    "loss.col0": "t",
-    "loss.col1": "输入",
-    "loss.col2": "y_t",
-    "loss.col3": "p(y_t)",
-    "loss.col4": "−log p(y_t)",
-    "loss.col5": "平滑后的 L_t",
-    "loss.col6": "argmax",
-    "loss.col7": "max p",
-    "loss.col8": "−log max p",
+    "loss.cols": (
+        "t | 输入 | y_t | p(y_t) | −log p(y_t) | 平滑后的 L_t | argmax | max p | −log max p"
+    ),
     "p.title": "笔记与论文：p(y_t) 是正确词的概率",
     "p.text": (
         "笔记把 p(y_t) 理解为这一行里最大的那个概率（表的最后两列）。按这种理解，平均损失会是 {no"
@@ -204,10 +190,7 @@ TEXT: dict[str, str] = {
     "grad.cross_attn": "，交叉注意力",
     "grad.ffn": "，前馈网络",
     "grad.norm": "，LayerNorm {i}",
-    "grad.col0": "位置",
-    "grad.col1": "参数",
-    "grad.col2": "形状",
-    "grad.col3": "‖梯度‖",
+    "grad.cols": "位置 | 参数 | 形状 | ‖梯度‖",
     # 优化一步
     "update.title": "优化一步",
     "update.adam": (
@@ -222,10 +205,7 @@ TEXT: dict[str, str] = {
     ),
     "update.lr_given": "这里用的是 --lr 给定的学习率",
     "update.lr_step": "这里用公式 3 在第 {step} 步的值（峰值在 step = warmup）",
-    "update.col0": "t",
-    "update.col1": "y_t",
-    "update.col2": "更新前 p(y_t)",
-    "update.col3": "更新后 p(y_t)",
+    "update.cols": "t | y_t | 更新前 p(y_t) | 更新后 p(y_t)",
     "update.result": (
         "平滑损失从 {before} 降到 {after}（普通的 −log p(y_t) 平均值从 {pb} 变为 {pa}）。上面的 Δ"
         "E 是共享词嵌入矩阵的变化。"
@@ -237,11 +217,7 @@ TEXT: dict[str, str] = {
         "出的行，别的什么都不变（下面在这个模型的编码器层上验证，把词循环移动一位）。加上 PE 之后"
         "，同样的打乱会改变输出（这里最多变化 {moved}）：顺序变得可见了。"
     ),
-    "pos.col0": "i",
-    "pos.col1": "维度",
-    "pos.col2": "ω_i",
-    "pos.col3": "波长 λ_i",
-    "pos.col4": "λ_i / 2π",
+    "pos.cols": "i | 维度 | ω_i | 波长 λ_i | λ_i / 2π",
     "pos.wavelengths": (
         "每一对维度 (2i, 2i+1) 以自己的频率 ω_i 旋转。波长构成一个几何级数：从 2π（第 0 对：每 6."
         "28 个位置转一圈）到 10000·2π，后者是 2i/d_model 趋近 1 时的极限：d_model = {d} 时最慢的"
@@ -263,17 +239,14 @@ TEXT: dict[str, str] = {
         "f}（每一对都是单位向量）；点积 PE(p)·PE(p + k) = Σ_i cos(ω_i·k) 只取决于距离 k，与 p 无"
         "关。"
     ),
-    "pos.dcol0": "k",
-    "pos.dcol1": "Σ_i cos(ω_i k)",
-    "pos.dcol2": "对 p 的最大偏差",
+    "pos.dots.cols": "k | Σ_i cos(ω_i k) | 对 p 的最大偏差",
     # 笔记与论文的差别
     "diff.title": "笔记和论文不一样的地方",
     "diff.intro": (
         "这份笔记是认真的第一遍整理，其中的疏漏也是初学时最常见的。本项目实现的是论文；笔记说法不"
         "同的地方，这里给出论文的版本。第 1 到 4 条已经在对应的步骤旁边用数字展示过。"
     ),
-    "diff.col0": "#",
-    "diff.col1": "论文",
+    "diff.cols": "# | 论文",
     "diff.item1": "第 2 步除以 √d_model；论文（以及笔记的第 7 步）除以 √d_k（3.2.1 节）。",
     "diff.item2": "第 2 步把各个头直接拼起来；论文还要乘以 W^O（3.2.2 节）。",
     "diff.item3": "第 3 步：可训练的参数是 γ 和 β；ε 是常数。",

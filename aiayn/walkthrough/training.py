@@ -15,14 +15,16 @@ import torch
 from torch import Tensor
 
 from aiayn import reference as ref
+from aiayn.config import TrainConfig
 from aiayn.loss import label_smoothed_loss
-from aiayn.train.schedule import noam_lr
+from aiayn.train.schedule import make_optimizer, noam_lr, set_lr
 from aiayn.walkthrough.doc import Aside, Check, Formula, Group, Mat, Para, Section, Table
 
 if TYPE_CHECKING:
     from aiayn.walkthrough.steps import Steps
 
-BETAS, ADAM_EPS = (0.9, 0.98), 1e-9  # 5.3
+_TRAIN = TrainConfig()  # the training's Adam: beta1, beta2, eps of 5.3
+BETAS, ADAM_EPS = (_TRAIN.adam_beta1, _TRAIN.adam_beta2), _TRAIN.adam_eps
 
 
 def smoothed_loss(logits: Tensor, target: Tensor, eps: float, pad_id: int) -> Tensor:
@@ -63,7 +65,7 @@ def loss_section(st: Steps) -> Section:
             r"\text{otherwise} \end{cases}"
         ),
         Para(st.t("loss.text", eps=f"{eps:g}", n=len(y))),
-        Table([st.t(f"loss.col{i}") for i in range(9)], rows),
+        Table(st.header("loss"), rows),
         st.prover.check(
             "loss",
             r"\bar{\mathcal{L}} = \text{cross-entropy}(L, y)",
@@ -173,7 +175,7 @@ def backward_section(st: Steps) -> Section:
             checks.append(st.prover.check(f"backward: {name}", what, grads[name], g_auto, tol=1e-8))
         sec.add(Para(st.t("grad.E") if module == "embedding" else here))
         sec.add(mats[0] if len(mats) == 1 else Group(mats), *checks)
-    sec.add(Table([st.t(f"grad.col{i}") for i in range(4)], summary))
+    sec.add(Table(st.header("grad"), summary))
     st.facts.update(
         loss=float(loss.detach()), grads={n: p.grad.clone() for n, p in model.named_parameters()}
     )
@@ -199,9 +201,11 @@ def update_section(st: Steps) -> Section:
     grads = {n: p.grad.detach().clone() for n, p in model.named_parameters()}
     hand = {n: _step(theta, grads[n], lr, cfg.optimizer) for n, theta in before.items()}
     if cfg.optimizer == "adam":
-        torch.optim.Adam(model.parameters(), lr=lr, betas=BETAS, eps=ADAM_EPS).step()
+        optimizer = make_optimizer(model.parameters(), _TRAIN)  # the training's own Adam
+        set_lr(optimizer, lr)
     else:
-        torch.optim.SGD(model.parameters(), lr=lr).step()
+        optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    optimizer.step()
     sec = Section("update", st.t("update.title"))
     lr1 = noam_lr(1, d, cfg.warmup)
     which = st.t("update.lr_given" if cfg.lr is not None else "update.lr_step", step=cfg.lr_step)
@@ -229,15 +233,14 @@ def update_section(st: Steps) -> Section:
     sec.add(Mat(r"\Delta E", delta, ex.vocab, [str(j) for j in range(d)]))
     with torch.no_grad():
         logits = model(ex.src, ex.tgt_in)  # (1, T, V)
-        after = float(smoothed_loss(logits, ex.tgt_out, cfg.label_smoothing, pad))
-        p_after = logits.softmax(-1)[0].numpy()  # (T, V)
-    y, p_before = st.facts["y"], st.facts["p"]
-    plain_after = float(-np.log(p_after[np.arange(len(y)), y]).mean())
+    after = float(smoothed_loss(logits, ex.tgt_out, cfg.label_smoothing, pad))
+    plain_after, c = ref.label_smoothed_forward(logits.numpy(), ex.tgt_out.numpy(), 0.0, pad)
+    y, p_before, p_after = st.facts["y"], st.facts["p"], c["p"][0]  # p: (T, V) each
     rows = [
         [str(t), ex.tgt_out_words[t], f"{p_before[t, v]:.4f}", f"{p_after[t, v]:.4f}"]
         for t, v in enumerate(y)
     ]
-    sec.add(Table([st.t(f"update.col{i}") for i in range(4)], rows))
+    sec.add(Table(st.header("update"), rows))
     losses = (st.facts["loss"], after, st.facts["plain"].mean(), plain_after)
     what = dict(zip(("before", "after", "pb", "pa"), (f"{x:.4f}" for x in losses), strict=True))
     sec.add(Para(st.t("update.result", **what)))
