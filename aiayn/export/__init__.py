@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -33,8 +34,22 @@ DEFAULT_MAX_POSITIONS = 1024  # rows of the exported sinusoid table (sources and
 class EngineTranslator:
     """What the engines' translators share: text in, (text, hypothesis) n-best lists out.
 
-    A subclass provides ``encode`` (lines -> token ids), ``translate_ids`` and ``tokenizer``.
+    A subclass provides ``translate_ids``, ``tokenizer`` and ``max_positions`` (the rows of the
+    exported position table).
     """
+
+    def encode(self, lines: Sequence[str], first_line: int = 1) -> list[list[int]]:
+        """Token ids of each line; a line beyond the exported position table is refused."""
+        ids = self.tokenizer.encode_batch(list(lines))  # type: ignore[attr-defined]
+        limit = self.max_positions  # type: ignore[attr-defined]
+        for n, x in enumerate(ids):
+            if len(x) + 1 > limit:
+                raise UserError(
+                    f"line {first_line + n}: {len(x) + 1} tokens, more than the "
+                    f"{limit} positions of the exported table (export again with "
+                    "a larger --max-positions)"
+                )
+        return ids
 
     def translate(self, lines: Any, first_line: int = 1, on_skip: Any = None) -> list[list[Any]]:
         """(detokenized text, hypothesis) n-best lists of each line, in input order.

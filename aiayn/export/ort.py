@@ -36,6 +36,7 @@ from aiayn.evaluate import Perplexity
 from aiayn.export import TOKENIZER_FILE, EngineTranslator, check_exportable, require, write_manifest
 from aiayn.export.ct2 import position_table
 from aiayn.model import Transformer
+from aiayn.translator import length_batches
 
 ENCODER_FILE = "encoder.onnx"
 DECODER_FILE = "decoder_step.onnx"
@@ -267,23 +268,9 @@ class OnnxTranslator(EngineTranslator):
             raise UserError(f"{self.path}: ONNX Runtime cannot load this export ({e})") from None
         self.device = torch.device("cpu")
 
-    def encode(self, lines: Sequence[str], first_line: int = 1) -> list[list[int]]:
-        """Token ids of each line; a line beyond the exported position table is refused."""
-        ids = self.tokenizer.encode_batch(list(lines))
-        for n, x in enumerate(ids):
-            if len(x) + 1 > self.max_positions:
-                raise UserError(
-                    f"line {first_line + n}: {len(x) + 1} tokens, more than the "
-                    f"{self.max_positions} positions of the exported table (export again with "
-                    "a larger --max-positions)"
-                )
-        return ids
-
     def batches(self, sources: Sequence[Sequence[int]]) -> list[list[int]]:
         """The batches of aiayn's Translator (similar lengths, under the same budgets)."""
-        from aiayn.translator import Translator
-
-        return Translator.batches(self, sources)  # type: ignore[arg-type]
+        return length_batches(sources, self.max_tokens, self.max_sentences)
 
     def step_fn(self, src: Tensor) -> StepFn:
         return OnnxStep(self, src)
