@@ -26,7 +26,6 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from aiayn.config import DecodeConfig
 from aiayn.data.specials import BOS, EOS, PAD, SPECIAL_TOKENS
 from aiayn.decode import Hypothesis, length_penalty, max_lengths
 from aiayn.errors import UserError
@@ -205,12 +204,7 @@ class CTranslate2Translator(EngineTranslator):
     produces PAD or BOS: a batch where CTranslate2 did is searched again with them suppressed.
     """
 
-    path: Path
-    tokenizer: Any
-    config: DecodeConfig
-    max_positions: int
-    max_tokens: int = 6000
-    max_sentences: int = 128
+    # path, tokenizer, config, max_positions, max_tokens, max_sentences: EngineTranslator's
     compute_type: str = "default"
     threads: int = 0
     patience: float = PATIENCE

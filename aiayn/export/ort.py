@@ -28,7 +28,6 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from aiayn.config import DecodeConfig
 from aiayn.data.specials import EOS, PAD, collate
 from aiayn.decode import Hypothesis, StepFn, max_lengths, search
 from aiayn.errors import UserError
@@ -233,12 +232,7 @@ class OnnxTranslator(EngineTranslator):
     aiayn (the search is aiayn's). Sources and outputs are bounded by the exported table.
     """
 
-    path: Path
-    tokenizer: Any
-    config: DecodeConfig
-    max_positions: int
-    max_tokens: int = 6000
-    max_sentences: int = 128
+    # path, tokenizer, config, max_positions, max_tokens, max_sentences: EngineTranslator's
     threads: int = 0
     cached: bool = True
     sessions: dict[str, Any] = field(default_factory=dict)
