@@ -56,6 +56,35 @@ def resolve_checkpoint(path: str | Path) -> Path:
     raise UserError(f"{p}: no {MODEL_FILE}, checkpoints/latest or step_* checkpoint in it")
 
 
+def length_batches(
+    sources: Sequence[Sequence[int]],
+    max_tokens: int,
+    max_sentences: int,
+    equal_length: bool = False,
+) -> list[list[int]]:
+    """Indices of sources in batches of similar length, longest first, under the budgets.
+
+    Sorted by length, each source joins the last batch while that batch keeps at most
+    ``max_sentences`` sources and B * (its first, longest |X| + EOS) <= ``max_tokens``; with
+    ``equal_length`` also only while the lengths are equal (CTranslate2 takes one maximum
+    length per call). Shared by ``Translator`` and the exported engines' translators.
+    """
+    order = sorted(range(len(sources)), key=lambda i: -len(sources[i]))
+    out: list[list[int]] = []
+    for i in order:
+        last = out[-1] if out else None
+        if (
+            last is not None
+            and (not equal_length or len(sources[last[0]]) == len(sources[i]))
+            and len(last) < max_sentences
+            and (len(last) + 1) * (len(sources[last[0]]) + 1) <= max_tokens
+        ):
+            last.append(i)
+        else:
+            out.append([i])
+    return out
+
+
 def default_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
@@ -122,19 +151,7 @@ class Translator:
 
     def batches(self, sources: Sequence[Sequence[int]]) -> list[list[int]]:
         """Indices of sources in batches of similar length (longest first) under the budget."""
-        order = sorted(range(len(sources)), key=lambda i: -len(sources[i]))
-        out: list[list[int]] = []
-        for i in order:
-            last = out[-1] if out else None
-            if (
-                last is not None
-                and len(last) < self.max_sentences
-                and (len(last) + 1) * (len(sources[last[0]]) + 1) <= self.max_tokens
-            ):
-                last.append(i)
-            else:
-                out.append([i])
-        return out
+        return length_batches(sources, self.max_tokens, self.max_sentences)
 
     def translate_ids(
         self, sources: Sequence[Sequence[int]], record: list[list[BeamStep]] | None = None

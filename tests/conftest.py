@@ -20,6 +20,16 @@ def _seed() -> None:
     torch.manual_seed(0)
 
 
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """Every test starts on one thread and leaves the count as it found it (a verb's
+    ``--threads`` called in process would otherwise change it for the tests after)."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
 @pytest.fixture(scope="session")
 def explore_model(tmp_path_factory):
     """The explorer's tests' tiny trained run (tests/explore_support.py): the averaged model."""

@@ -27,16 +27,6 @@ from aiayn.attention import (
 )
 from aiayn.kernels.attention import attention as fast_attention
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny tensors: one intra-op thread is many times faster on a busy shared machine."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 # The CPU backends of F.scaled_dot_product_attention that accept a boolean mask.
 CPU_BACKENDS = [SDPBackend.MATH, SDPBackend.FLASH_ATTENTION]
 

@@ -2,13 +2,11 @@
 
 import gzip
 import hashlib
-import http.server
 import io
 import shutil
 import struct
 import subprocess
 import tarfile
-import threading
 from pathlib import Path
 
 import pytest
@@ -22,6 +20,7 @@ from aiayn.data.corpora.multi30k import multi30k_corpus
 from aiayn.data.prepare import PrepareOptions, prepare
 from aiayn.data.store import load_prepared
 from aiayn.errors import UserError
+from tests.multi30k_support import http_server, write_gz, write_raw
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_MULTI30K = REPO.parent / "shared" / "data" / "multi30k"
@@ -254,20 +253,8 @@ def http_root(tmp_path: Path):
     """(directory, base URL) of an HTTP server on 127.0.0.1 serving that directory."""
     root = tmp_path / "www"
     root.mkdir()
-
-    class Handler(http.server.SimpleHTTPRequestHandler):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, directory=str(root), **kwargs)
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield root, f"http://127.0.0.1:{server.server_address[1]}/"
-    server.shutdown()
-    server.server_close()
+    with http_server(root) as url:
+        yield root, url
 
 
 M30K = {
@@ -280,18 +267,10 @@ M30K = {
 }
 
 
-def multi30k_files(directory: Path) -> dict[str, str]:
-    sums = {}
-    directory.mkdir(parents=True, exist_ok=True)
-    for stem, pairs in M30K.items():
-        for k, lang in enumerate(("en", "de")):
-            data = "".join(p[k] + "\n" for p in pairs).encode()
-            (directory / f"{stem}.{lang}").write_bytes(data)
-            sums[f"{stem}.{lang}"] = hashlib.sha256(data).hexdigest()
-    return sums
-
-
-def check_multi30k(out: Path) -> None:
+def prepare_multi30k(out: Path, *where: str) -> None:
+    """aiayn prepare --source multi30k from where (flags), checked against M30K."""
+    args = ["prepare", "--source", "multi30k", *where, "--out", str(out), "--vocab-size", "300"]
+    assert main([*args, "--no-progress"]) == 0
     data = load_prepared(out)
     counts = {n: s["pairs"] for n, s in data.manifest["splits"].items()}
     # the train pair whose English is in test is dropped as an overlap
@@ -301,59 +280,21 @@ def check_multi30k(out: Path) -> None:
 
 
 def test_multi30k_from_a_local_directory(tmp_path: Path) -> None:
-    multi30k_files(tmp_path / "m30k")
+    write_raw(tmp_path / "m30k", M30K)
     out = tmp_path / "out"
-    assert (
-        main(
-            [
-                "prepare",
-                "--source",
-                "multi30k",
-                "--multi30k-dir",
-                str(tmp_path / "m30k"),
-                "--out",
-                str(out),
-                "--vocab-size",
-                "300",
-                "--no-progress",
-            ]
-        )
-        == 0
-    )
-    check_multi30k(out)
+    prepare_multi30k(out, "--multi30k-dir", str(tmp_path / "m30k"))
     assert load_prepared(out).manifest["source_info"]["matches_official_sha256"] is False
 
 
 def test_multi30k_download_with_checksums(tmp_path: Path, http_root, monkeypatch) -> None:
     root, url = http_root
-    sums = multi30k_files(tmp_path / "plain")
-    for f in (tmp_path / "plain").iterdir():
-        (root / f"{f.name}.gz").write_bytes(gzip.compress(f.read_bytes()))
+    sums = write_raw(tmp_path / "plain", M30K)
+    write_gz(tmp_path / "plain", root)
     from aiayn.data.corpora import multi30k
 
     monkeypatch.setattr(multi30k, "SHA256", sums)
     out = tmp_path / "out"
-    cache = tmp_path / "cache"
-    assert (
-        main(
-            [
-                "prepare",
-                "--source",
-                "multi30k",
-                "--mirror",
-                url,
-                "--cache-dir",
-                str(cache),
-                "--out",
-                str(out),
-                "--vocab-size",
-                "300",
-                "--no-progress",
-            ]
-        )
-        == 0
-    )
-    check_multi30k(out)
+    prepare_multi30k(out, "--mirror", url, "--cache-dir", str(tmp_path / "cache"))
     # a corrupted file upstream: checksum error, and nothing corrupt stays in the cache
     (root / "val.de.gz").write_bytes(gzip.compress(b"Falsch.\nFalsch.\n"))
     with pytest.raises(UserError, match="sha256"):

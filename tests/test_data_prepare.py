@@ -30,6 +30,12 @@ def run_cli(*args: str) -> int:
     return main(["prepare", "--no-progress", *args])
 
 
+def prepare_files(src: Path, tgt: Path, out: Path, *args: str) -> int:
+    """aiayn prepare --source files of src and tgt into out (vocabulary 300), with args."""
+    files = ["--source", "files", "--src", str(src), "--tgt", str(tgt), "--vocab-size", "300"]
+    return run_cli(*files, "--out", str(out), *args)
+
+
 def write(path: Path, lines: list[str]) -> Path:
     path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     return path
@@ -87,21 +93,7 @@ def test_prepare_numbers_and_batches(tmp_path: Path) -> None:
 def test_prepare_files_and_reverse_direction(tmp_path: Path) -> None:
     src, tgt = write(tmp_path / "a.en", EN), write(tmp_path / "a.de", DE)
     out = tmp_path / "files"
-    assert (
-        run_cli(
-            "--source",
-            "files",
-            "--src",
-            str(src),
-            "--tgt",
-            str(tgt),
-            "--out",
-            str(out),
-            "--vocab-size",
-            "300",
-        )
-        == 0
-    )
+    assert prepare_files(src, tgt, out) == 0
     check_directory(out)
     tsv = tmp_path / "pairs.tsv"
     write(tsv, [f"{d}\t{e}" for e, d in zip(EN, DE, strict=True)])
@@ -166,12 +158,11 @@ def test_invalid_utf8_strict_names_file_and_line(tmp_path: Path, capsys) -> None
     raw = "".join(d + "\n" for d in DE).encode().splitlines(keepends=True)
     raw[6] = b"Der Stra\xdfe ist kaputt.\n"  # Latin-1, not UTF-8, on line 7
     tgt.write_bytes(b"".join(raw))
-    args = ["--source", "files", "--src", str(src), "--tgt", str(tgt), "--vocab-size", "300"]
-    assert run_cli(*args, "--out", str(tmp_path / "o")) == 2
+    assert prepare_files(src, tgt, tmp_path / "o") == 2
     err = capsys.readouterr().err
     assert f"{tgt}:7: invalid UTF-8" in err
     assert "--errors replace" in err
-    assert run_cli(*args, "--out", str(tmp_path / "o2"), "--errors", "replace") == 0
+    assert prepare_files(src, tgt, tmp_path / "o2", "--errors", "replace") == 0
     assert "invalid UTF-8 replaced in 1 lines" in capsys.readouterr().out
     data = load_prepared(tmp_path / "o2")
     assert data.manifest["replaced_invalid_utf8_lines"] == 1
@@ -189,27 +180,8 @@ def test_dropped_pairs_are_counted(tmp_path: Path, capsys) -> None:
     en = [*EN, "", "   ", "Fine.", "Short.", "Long " * 300, EN[0]]
     de = [*DE, "Leer.", "\t", "", "x" * 200, "Lang " * 300, DE[0]]
     src, tgt = write(tmp_path / "a.en", en), write(tmp_path / "a.de", de)
-    assert (
-        run_cli(
-            "--source",
-            "files",
-            "--src",
-            str(src),
-            "--tgt",
-            str(tgt),
-            "--out",
-            str(tmp_path / "o"),
-            "--vocab-size",
-            "300",
-            "--max-len",
-            "100",
-            "--valid-share",
-            "0",
-            "--test-share",
-            "0",
-        )
-        == 0
-    )
+    limits = ["--max-len", "100", "--valid-share", "0", "--test-share", "0"]
+    assert prepare_files(src, tgt, tmp_path / "o", *limits) == 0
     out = capsys.readouterr().out
     dropped = load_prepared(tmp_path / "o").manifest["dropped"]
     assert dropped == {"duplicate": 1, "empty": 3, "length_ratio": 1, "over_max_len": 1}

@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import hashlib
-import http.server
 import json
-import threading
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -18,6 +15,7 @@ import pytest
 from aiayn.cli import demo, main
 from aiayn.data import load_prepared
 from aiayn.errors import UserError
+from tests.multi30k_support import http_server, write_gz, write_raw
 
 PAIRS = {
     "train": [(f"A dog number {i} runs.", f"Ein Hund Nummer {i} rennt.") for i in range(30)],
@@ -26,42 +24,18 @@ PAIRS = {
 }
 
 
-def write_raw(directory: Path) -> dict[str, str]:
-    """Multi30k's six raw files (small); returns their SHA-256 sums."""
-    directory.mkdir(parents=True, exist_ok=True)
-    sums = {}
-    for stem, pairs in PAIRS.items():
-        for k, lang in enumerate(("en", "de")):
-            data = "".join(p[k] + "\n" for p in pairs).encode()
-            (directory / f"{stem}.{lang}").write_bytes(data)
-            sums[f"{stem}.{lang}"] = hashlib.sha256(data).hexdigest()
-    return sums
-
-
 @pytest.fixture
 def mirror(tmp_path, monkeypatch):
     """(directory served, base URL): Multi30k's .gz files on an HTTP server on 127.0.0.1."""
     root = tmp_path / "www"
-    sums = write_raw(tmp_path / "raw")
+    sums = write_raw(tmp_path / "raw", PAIRS)
     root.mkdir()
-    for f in (tmp_path / "raw").iterdir():
-        (root / f"{f.name}.gz").write_bytes(gzip.compress(f.read_bytes()))
+    write_gz(tmp_path / "raw", root)
     from aiayn.data.corpora import multi30k
 
     monkeypatch.setattr(multi30k, "SHA256", sums)  # the fixture's files stand for the official
-
-    class Handler(http.server.SimpleHTTPRequestHandler):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, directory=str(root), **kwargs)
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield root, f"http://127.0.0.1:{server.server_address[1]}/"
-    server.shutdown()
-    server.server_close()
+    with http_server(root) as url:
+        yield root, url
 
 
 @pytest.fixture(autouse=True)
@@ -106,7 +80,7 @@ def test_auto_downloads_multi30k_with_checksums(tmp_path, mirror, capsys) -> Non
 
 
 def test_a_local_copy_from_the_environment(tmp_path, monkeypatch, capsys) -> None:
-    write_raw(tmp_path / "m30k")
+    write_raw(tmp_path / "m30k", PAIRS)
     monkeypatch.setenv(demo.MULTI30K_DIR_ENV, str(tmp_path / "m30k"))
     assert demo._prepare(parse(), tmp_path / "d") == "multi30k"
     assert f"corpus: multi30k, from the local copy {tmp_path / 'm30k'}" in capsys.readouterr().out

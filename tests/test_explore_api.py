@@ -289,28 +289,24 @@ def test_lang_flag_reaches_the_page(explore_model) -> None:
         assert s.get("/api/info")[1]["lang"] == "zh"
 
 
-def test_default_checkpoint_missing_names_the_command(tmp_path) -> None:
-    cmd = [sys.executable, "-m", "aiayn", "explore", "--no-browser"]
+def explore_refuses(*args: str, cwd: Path | None = None) -> str:
+    """stderr of `aiayn explore ARGS` in a bare environment; it must exit 2 with one line."""
+    cmd = [sys.executable, "-m", "aiayn", "explore", *args]
     env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
-    r = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
+    r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 2
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1
-    assert "make demo" in lines[0]
-    assert "runs/demo/average.safetensors" in lines[0]
+    assert r.stderr.count("\n") == 1, r.stderr
+    return r.stderr
+
+
+def test_default_checkpoint_missing_names_the_command(tmp_path) -> None:
+    err = explore_refuses("--no-browser", cwd=tmp_path)
+    assert "make demo" in err
+    assert "runs/demo/average.safetensors" in err
 
 
 def test_unknown_checkpoint_flag_is_one_line(tmp_path) -> None:
-    r = subprocess.run(
-        [sys.executable, "-m", "aiayn", "explore", "--checkpoint", str(tmp_path / "nope")],
-        capture_output=True,
-        text=True,
-        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
-        timeout=120,
-    )
-    assert r.returncode == 2
-    assert r.stderr.count("\n") == 1
-    assert "not found" in r.stderr
+    assert "not found" in explore_refuses("--checkpoint", str(tmp_path / "nope"))
 
 
 def test_the_library_never_imports_the_face() -> None:
@@ -355,14 +351,6 @@ def test_a_busy_port_is_one_line(explore_model) -> None:
         busy.bind(("127.0.0.1", 0))
         busy.listen(1)
         port = busy.getsockname()[1]
-        cmd = [sys.executable, "-m", "aiayn", "explore", "--checkpoint", str(explore_model)]
-        r = subprocess.run(
-            [*cmd, "--port", str(port), "--no-browser"],
-            capture_output=True,
-            text=True,
-            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
-            timeout=120,
-        )
-    assert r.returncode == 2
-    assert r.stderr.count("\n") == 1
-    assert f"cannot listen on 127.0.0.1:{port}" in r.stderr
+        args = ["--checkpoint", str(explore_model), "--port", str(port), "--no-browser"]
+        err = explore_refuses(*args)
+    assert f"cannot listen on 127.0.0.1:{port}" in err

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.browser_support import ERRORS_PROBE
 from tests.explore_support import serve
 
 pytestmark = pytest.mark.slow
@@ -33,23 +34,6 @@ if not (CHROMIUM and DRIVER):
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
-
-PROBE = """
-window.__errors = [];
-window.addEventListener("error", function (e) {
-  window.__errors.push("error: " + (e.message || (e.target && (e.target.src || e.target.href))));
-}, true);
-window.addEventListener("unhandledrejection", function (e) {
-  window.__errors.push("rejection: " + e.reason);
-});
-(function () {
-  var original = console.error;
-  console.error = function () {
-    window.__errors.push("console.error: " + Array.prototype.join.call(arguments, " "));
-    return original.apply(console, arguments);
-  };
-})();
-"""
 
 LABELS = {
     "en": {"view-attention": "Attention, every layer and head", "view-beam": "Beam search"},
@@ -73,7 +57,7 @@ def driver():
     opts.add_argument("--window-size=1280,1000")
     opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     d = webdriver.Chrome(service=Service(DRIVER), options=opts)
-    d.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": PROBE})
+    d.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": ERRORS_PROBE})
     yield d
     d.quit()
 

@@ -35,14 +35,6 @@ SMALL = ["--preset", "tiny", "--d-model", "16", "--d-ff", "32", "--n-layers", "1
 QUICK = ["--max-tokens", "300", "--warmup", "20", "--log-every", "2", "--no-progress"]
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 @pytest.fixture(scope="module")
 def copy_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("data") / "copy"

@@ -26,14 +26,6 @@ KERNELS = [sdpa_attention, batched_attention]
 TOL = {torch.float32: {"atol": 1e-5, "rtol": 1e-5}, torch.float64: {"atol": 1e-10, "rtol": 1e-10}}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 def _grads(out: torch.Tensor, inputs, seed: int = 0) -> tuple[torch.Tensor, ...]:
     g = torch.randn(out.shape, generator=torch.Generator().manual_seed(seed), dtype=out.dtype)
     return torch.autograd.grad(out, inputs, g)

@@ -31,15 +31,6 @@ from aiayn.model import DecoderLayer, EncoderLayer, FeedForward, sinusoidal_posi
 REPO = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny tensors: one intra-op thread is many times faster on a busy shared machine."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 V = 13  # tiny vocabulary: ids 0-3 are PAD, BOS, EOS, UNK; 4..12 are "words"
 
 

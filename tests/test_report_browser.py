@@ -24,26 +24,16 @@ import pytest
 
 from aiayn.walkthrough import WalkthroughConfig, build
 from aiayn.walkthrough import render_html as rh
+from tests.browser_support import ERRORS_PROBE
 
 STEPS = [f"step-{i}" for i in range(1, 15)]
 EXTRAS = ["example", "loss", "backward", "update", "positions", "differences", "summary"]
 
-PROBE = """<script>
-window.__errors = [];
-window.addEventListener("error", function (e) {
-  window.__errors.push("error: " + (e.message || (e.target && (e.target.src || e.target.href))));
-}, true);
-window.addEventListener("unhandledrejection", function (e) {
-  window.__errors.push("rejection: " + e.reason);
-});
-(function () {
-  var original = console.error;
-  console.error = function () {
-    window.__errors.push("console.error: " + Array.prototype.join.call(arguments, " "));
-    return original.apply(console, arguments);
-  };
-})();
-window.addEventListener("load", function () {
+# The page errors (ERRORS_PROBE), then, once loaded, its measures in <pre id="probe-report">.
+PROBE = (
+    "<script>"
+    + ERRORS_PROBE
+    + """window.addEventListener("load", function () {
   var report = {errors: window.__errors, sections: {}, maths: 0, mathsDrawn: 0, cells: 0};
   document.querySelectorAll("section").forEach(function (s) {
     var r = s.getBoundingClientRect();
@@ -95,6 +85,7 @@ window.addEventListener("load", function () {
   document.body.appendChild(pre);
 });
 </script>"""
+)
 
 
 def _chromium() -> str | None:

@@ -27,15 +27,6 @@ from aiayn.train.distributed import World
 V = 12
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    # Small models on a shared CPU run fastest (and most reproducibly) on one thread.
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 def small_model(**overrides) -> ModelConfig:
     base = {"vocab_size": V, "d_model": 32, "n_heads": 4, "d_ff": 64, "n_layers": 1}
     return model_preset("tiny", **{**base, **overrides})

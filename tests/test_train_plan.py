@@ -13,7 +13,6 @@ import pickle
 from pathlib import Path
 
 import pytest
-import torch
 
 from aiayn.config import ModelConfig, TrainConfig
 from aiayn.data import InMemorySplit, synthetic_pairs
@@ -30,14 +29,6 @@ from aiayn.train import (
 )
 
 V = 12
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 
 class Tokenizer:

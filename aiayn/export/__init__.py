@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import importlib
 import json
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from aiayn.config import ModelConfig
+from aiayn.config import DecodeConfig, ModelConfig
 from aiayn.errors import UserError
 
 FORMATS = ("ctranslate2", "onnx")
@@ -30,11 +32,33 @@ INSTALL = "pip install 'aiayn[serve]'"
 DEFAULT_MAX_POSITIONS = 1024  # rows of the exported sinusoid table (sources and outputs)
 
 
+@dataclass
 class EngineTranslator:
     """What the engines' translators share: text in, (text, hypothesis) n-best lists out.
 
-    A subclass provides ``encode`` (lines -> token ids), ``translate_ids`` and ``tokenizer``.
+    The export directory, its tokenizer, the search settings, the rows of the exported position
+    table and the batch budgets of ``aiayn.translator.Translator``; a subclass adds its engine's
+    settings and provides ``translate_ids``.
     """
+
+    path: Path
+    tokenizer: Any
+    config: DecodeConfig
+    max_positions: int
+    max_tokens: int = 6000
+    max_sentences: int = 128
+
+    def encode(self, lines: Sequence[str], first_line: int = 1) -> list[list[int]]:
+        """Token ids of each line; a line beyond the exported position table is refused."""
+        ids = self.tokenizer.encode_batch(list(lines))
+        for n, x in enumerate(ids):
+            if len(x) + 1 > self.max_positions:
+                raise UserError(
+                    f"line {first_line + n}: {len(x) + 1} tokens, more than the "
+                    f"{self.max_positions} positions of the exported table (export again with "
+                    "a larger --max-positions)"
+                )
+        return ids
 
     def translate(self, lines: Any, first_line: int = 1, on_skip: Any = None) -> list[list[Any]]:
         """(detokenized text, hypothesis) n-best lists of each line, in input order.
@@ -43,7 +67,7 @@ class EngineTranslator:
         exported position table is refused by ``encode`` instead of skipped.
         """
         hyps = self.translate_ids(self.encode(lines, first_line))  # type: ignore[attr-defined]
-        decode = self.tokenizer.decode  # type: ignore[attr-defined]
+        decode = self.tokenizer.decode
         return [[(decode(h.tokens), h) for h in hs] for hs in hyps]
 
 

@@ -26,7 +26,6 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from aiayn.config import DecodeConfig
 from aiayn.data.specials import BOS, EOS, PAD, SPECIAL_TOKENS
 from aiayn.decode import Hypothesis, length_penalty, max_lengths
 from aiayn.errors import UserError
@@ -40,6 +39,7 @@ from aiayn.export import (
     write_manifest,
 )
 from aiayn.model import Transformer
+from aiayn.translator import length_batches
 
 log = logging.getLogger(__name__)
 
@@ -204,12 +204,7 @@ class CTranslate2Translator(EngineTranslator):
     produces PAD or BOS: a batch where CTranslate2 did is searched again with them suppressed.
     """
 
-    path: Path
-    tokenizer: Any
-    config: DecodeConfig
-    max_positions: int
-    max_tokens: int = 6000
-    max_sentences: int = 128
+    # path, tokenizer, config, max_positions, max_tokens, max_sentences: EngineTranslator's
     compute_type: str = "default"
     threads: int = 0
     patience: float = PATIENCE
@@ -241,37 +236,12 @@ class CTranslate2Translator(EngineTranslator):
         cfg = self.config
         return 0.0 if cfg.length_penalty == "none" or cfg.beam == 1 else cfg.alpha
 
-    def encode(self, lines: Sequence[str], first_line: int = 1) -> list[list[int]]:
-        """Token ids of each line; a line beyond the exported position table is refused."""
-        ids = self.tokenizer.encode_batch(list(lines))
-        for n, x in enumerate(ids):
-            if len(x) + 1 > self.max_positions:
-                raise UserError(
-                    f"line {first_line + n}: {len(x) + 1} tokens, more than the "
-                    f"{self.max_positions} positions of the exported table (export again with "
-                    "a larger --max-positions)"
-                )
-        return ids
-
     def tokens(self, ids: Sequence[int]) -> list[str]:
         return [self.vocab[i] for i in ids]
 
     def batches(self, sources: Sequence[Sequence[int]]) -> list[list[int]]:
         """Indices of sources with equal length, longest first, under the token budget."""
-        order = sorted(range(len(sources)), key=lambda i: -len(sources[i]))
-        out: list[list[int]] = []
-        for i in order:
-            last = out[-1] if out else None
-            if (
-                last is not None
-                and len(sources[last[0]]) == len(sources[i])
-                and len(last) < self.max_sentences
-                and (len(last) + 1) * (len(sources[i]) + 1) <= self.max_tokens
-            ):
-                last.append(i)
-            else:
-                out.append([i])
-        return out
+        return length_batches(sources, self.max_tokens, self.max_sentences, equal_length=True)
 
     def translate_ids(self, sources: Sequence[Sequence[int]]) -> list[list[Hypothesis]]:
         """The n-best list of each source (ids without specials), in input order."""

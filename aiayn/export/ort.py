@@ -28,7 +28,6 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from aiayn.config import DecodeConfig
 from aiayn.data.specials import EOS, PAD, collate
 from aiayn.decode import Hypothesis, StepFn, max_lengths, search
 from aiayn.errors import UserError
@@ -36,6 +35,7 @@ from aiayn.evaluate import Perplexity
 from aiayn.export import TOKENIZER_FILE, EngineTranslator, check_exportable, require, write_manifest
 from aiayn.export.ct2 import position_table
 from aiayn.model import Transformer
+from aiayn.translator import length_batches
 
 ENCODER_FILE = "encoder.onnx"
 DECODER_FILE = "decoder_step.onnx"
@@ -232,12 +232,7 @@ class OnnxTranslator(EngineTranslator):
     aiayn (the search is aiayn's). Sources and outputs are bounded by the exported table.
     """
 
-    path: Path
-    tokenizer: Any
-    config: DecodeConfig
-    max_positions: int
-    max_tokens: int = 6000
-    max_sentences: int = 128
+    # path, tokenizer, config, max_positions, max_tokens, max_sentences: EngineTranslator's
     threads: int = 0
     cached: bool = True
     sessions: dict[str, Any] = field(default_factory=dict)
@@ -267,23 +262,9 @@ class OnnxTranslator(EngineTranslator):
             raise UserError(f"{self.path}: ONNX Runtime cannot load this export ({e})") from None
         self.device = torch.device("cpu")
 
-    def encode(self, lines: Sequence[str], first_line: int = 1) -> list[list[int]]:
-        """Token ids of each line; a line beyond the exported position table is refused."""
-        ids = self.tokenizer.encode_batch(list(lines))
-        for n, x in enumerate(ids):
-            if len(x) + 1 > self.max_positions:
-                raise UserError(
-                    f"line {first_line + n}: {len(x) + 1} tokens, more than the "
-                    f"{self.max_positions} positions of the exported table (export again with "
-                    "a larger --max-positions)"
-                )
-        return ids
-
     def batches(self, sources: Sequence[Sequence[int]]) -> list[list[int]]:
         """The batches of aiayn's Translator (similar lengths, under the same budgets)."""
-        from aiayn.translator import Translator
-
-        return Translator.batches(self, sources)  # type: ignore[arg-type]
+        return length_batches(sources, self.max_tokens, self.max_sentences)
 
     def step_fn(self, src: Tensor) -> StepFn:
         return OnnxStep(self, src)
