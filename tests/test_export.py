@@ -127,16 +127,17 @@ def test_ctranslate2_equals_aiayn(name, trained, sources, ct2_dir) -> None:
 
 @pytest.mark.slow
 def test_ctranslate2_nbest(trained, sources, ct2_dir) -> None:
-    """n-best lists: the best is identical; the others may differ, never for the worse.
+    """n-best lists: each entry identical or, where it differs, never for the worse.
 
     aiayn's beam shrinks as hypotheses finish (K - finished slots stay open), CTranslate2's keeps
-    K live hypotheses: its 2nd-best can be one aiayn's smaller beam had dropped, so under the
-    same score it is at least as good as aiayn's 2nd.
+    K live hypotheses: its best and its 2nd-best can be ones aiayn's smaller beam had dropped,
+    so under the same score they are at least as good as aiayn's (the best differed in 1 of 150
+    sentences on an AVX2 machine, 0 on another: the wider search, as in the beam4 test).
     """
     cfg = DecodeConfig(beam=4, nbest=2, length_penalty="fairseq", alpha=1.0)
     ours = Translator(*trained, cfg).translate_ids(sources)
     theirs = CTranslate2Translator(ct2_dir, trained[1], cfg, 1024).translate_ids(sources)
-    assert_same([a[:1] for a in ours], [b[:1] for b in theirs])
+    assert_beam_bounded(ours, theirs)
     for a, b in zip(ours, theirs, strict=True):
         assert len(a) == len(b) == 2
         assert a[1].tokens == b[1].tokens or b[1].score >= a[1].score - SCORE_TOL
