@@ -165,6 +165,9 @@ def main() -> int:
     args = p.parse_args()
     import torch
 
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from run import matmul_peak
+
     torch.set_num_threads(args.threads)
     repeats, renders = (3, 1) if args.quick else (args.repeats, args.renders)
     tmp = Path(tempfile.mkdtemp(prefix="explore-speed-"))
@@ -182,6 +185,8 @@ def main() -> int:
         "sentence_words": len(SENTENCE.split()),
         "threads": args.threads,
         "quick": args.quick,
+        # this machine's fp32 matmul peak at these threads, to set the figures beside others
+        "matmul_peak_gflops": round(matmul_peak(torch.device("cpu"), args.quick) / 1e9, 1),
     }
     report["analyze"] = time_analyze(checkpoint, repeats)
     proc, url = start_server(checkpoint, args.threads)

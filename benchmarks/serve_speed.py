@@ -31,6 +31,9 @@ sys.path.insert(0, str(ROOT))
 from aiayn.config import DecodeConfig  # noqa: E402
 from aiayn.evaluate import sacre_bleu  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from run import matmul_peak  # noqa: E402
+
 ENGINES = ("aiayn cached", "ctranslate2 float32", "ctranslate2 int8", "onnxruntime")
 
 
@@ -123,6 +126,8 @@ def main() -> int:
         "decode": "beam 4, alpha 0.6, |Y|^alpha (fairseq), max |X| + 50",
         "sets": {},
         "load_average_1min": [os.getloadavg()[0]],
+        # this machine's fp32 matmul peak at these threads, to set the figures beside others
+        "matmul_peak_gflops": round(matmul_peak(torch.device("cpu"), args.quick) / 1e9, 1),
     }
     for name, src, ref in sets:
         ids = tok.encode_batch(src)
