@@ -154,6 +154,12 @@ def time_render(url: str, renders: int) -> dict[str, float] | str:
     }
 
 
+def _shown(path: Path) -> str:
+    """The path as the report shows it: relative to the repository when inside it."""
+    path = Path(path).resolve()
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else path.name
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--checkpoint", type=Path, help="default runs/demo/average.safetensors")
@@ -181,7 +187,7 @@ def main() -> int:
         else:
             raise SystemExit(f"explore_speed: {default} does not exist; run `make demo` first")
     report: dict[str, object] = {
-        "checkpoint": str(checkpoint),
+        "checkpoint": _shown(checkpoint),
         "sentence_words": len(SENTENCE.split()),
         "threads": args.threads,
         "quick": args.quick,

@@ -3,7 +3,8 @@
 One process, engines alternating round by round (a load change on a shared machine hits all of
 them), the same thread count for each (default 2). Every engine translates the same sources with
 beam 4, alpha 0.6 and the |Y|^alpha length penalty (length_penalty="fairseq", the one
-CTranslate2 has; docs/serving.md), max length |X| + 50, and is scored with sacreBLEU. Test sets:
+CTranslate2 has; docs/serving.md), max length |X| + 50, and is scored with sacreBLEU; the two
+"native" rows call CTranslate2 at its own defaults instead (NativeCT2: not equal work). Test sets:
 the demo's (--data, a prepared directory, split test) and Multi30k test2016 (--multi30k DIR with
 test_2016_flickr.{src,tgt}), each optional. The model is --checkpoint (default: the demo's).
 
@@ -34,7 +35,49 @@ from aiayn.evaluate import sacre_bleu  # noqa: E402
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from run import matmul_peak  # noqa: E402
 
-ENGINES = ("aiayn cached", "ctranslate2 float32", "ctranslate2 int8", "onnxruntime")
+ENGINES = (
+    "aiayn cached",
+    "ctranslate2 float32",
+    "ctranslate2 int8",
+    "onnxruntime",
+    "ct2 float32 native",
+    "ct2 int8 native",
+)
+
+
+class NativeCT2:
+    """CTranslate2 called as its users call it: one call, token batches, its own stopping rule.
+
+    Not equal work with the rows above, which reproduce aiayn's search exactly: this one stops a
+    beam at K finished hypotheses (patience 1) and gives every sentence the longest source's
+    limit (max |X| + 50). A measure of the engine at its own defaults, beside the exact rows.
+    """
+
+    def __init__(self, path: Path, threads: int, compute_type: str) -> None:
+        import ctranslate2
+
+        self.engine = ctranslate2.Translator(
+            str(path), device="cpu", compute_type=compute_type, intra_threads=threads
+        )
+        self.vocab = json.loads((path / "shared_vocabulary.json").read_text(encoding="utf-8"))
+        self.index = {w: i for i, w in enumerate(self.vocab)}
+
+    def translate_ids(self, sources):
+        from aiayn.data import EOS
+        from aiayn.decode import Hypothesis
+
+        src = [[self.vocab[i] for i in s] for s in sources]
+        out = self.engine.translate_batch(
+            src,
+            beam_size=4,
+            length_penalty=0.6,
+            max_batch_size=2048,
+            batch_type="tokens",
+            max_decoding_length=max(len(s) for s in sources) + 1 + 50,
+            return_scores=True,
+        )
+        hyps = [([self.index[w] for w in r.hypotheses[0]] + [EOS], r.scores[0]) for r in out]
+        return [[Hypothesis(tokens, score, score)] for tokens, score in hyps]
 
 
 def quick_checkpoint(tmp: Path) -> tuple[Path, list[tuple[str, list[str], list[str]]]]:
@@ -115,6 +158,8 @@ def main() -> int:
             tmp / "ct2", cfg, threads=args.threads, compute_type="int8"
         ),
         "onnxruntime": load_engine(tmp / "onnx", cfg, threads=args.threads),
+        "ct2 float32 native": NativeCT2(tmp / "ct2", args.threads, "float32"),
+        "ct2 int8 native": NativeCT2(tmp / "ct2", args.threads, "int8"),
     }
     chosen = [e for e in args.engines.split(",") if e]
     unknown = sorted(set(chosen) - set(engines))
