@@ -68,7 +68,9 @@ def test_multi30k_benchmark_runs_end_to_end(tmp_path: Path) -> None:
     """The whole benchmark on a budget of seconds: prepare, train, average, evaluate, report."""
     cmd = [sys.executable, str(ROOT / "benchmarks" / "multi30k.py")]
     cmd += ["--multi30k-dir", str(SHARED_M30K), "--run", str(tmp_path / "m30k")]
-    cmd += ["--minutes", "0.05", "0.1", "--test-limit", "5", "--threads", "1"]
+    # 3 s, then 18 s: far enough apart that the first budget's last step (7 s on a slow,
+    # loaded machine) cannot use up the second, which then would not resume
+    cmd += ["--minutes", "0.05", "0.3", "--test-limit", "5", "--threads", "1"]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-2000:]
     summary = json.loads((tmp_path / "m30k" / "multi30k.json").read_text())
@@ -76,7 +78,7 @@ def test_multi30k_benchmark_runs_end_to_end(tmp_path: Path) -> None:
     assert res.stdout.count("Multi30k test2016: sacreBLEU") == 2  # at each budget of one run
     first, second = summary["budgets"]
     assert first["budget_minutes"] == 0.05
-    assert second["budget_minutes"] == 0.1
+    assert second["budget_minutes"] == 0.3
     assert 0 < first["steps"] <= second["steps"]  # the second budget resumed the first
     assert first["training_minutes"] < second["training_minutes"]
     assert "resumed from" in res.stderr + res.stdout

@@ -374,6 +374,7 @@ def test_serve_benchmark_quick(tmp_path) -> None:
     assert res.returncode == 0, res.stderr[-2000:]
     report = json.loads(out.read_text(encoding="utf-8"))["sets"]["quick"]
     assert set(report["sentences_per_second"]) == {
-        "aiayn cached", "ctranslate2 float32", "ctranslate2 int8", "onnxruntime"
+        "aiayn cached", "ctranslate2 float32", "ctranslate2 int8", "onnxruntime",
+        "ct2 float32 native", "ct2 int8 native",
     }  # fmt: skip
     assert all(v > 0 for v in report["sentences_per_second"].values())
