@@ -58,6 +58,9 @@ PROBE = (
                             box.scrollHeight, box.clientHeight, box.textContent.slice(0, 60)]);
     }
   });
+  // The page itself is no wider than the window (a line that cannot wrap, such as links
+  // with no break between them, gives the whole page a horizontal scroll bar).
+  report.pageWidth = [document.documentElement.scrollWidth, window.innerWidth];
   // Every CJK character must be drawn with a font that has it: a missing glyph is drawn as
   // the font's .notdef box, the same picture as a code point no font has (U+10FFFD).
   report.cjk = 0;
@@ -183,6 +186,8 @@ def test_chromium_renders_every_step_without_errors(page: str, tmp_path: Path) -
     assert report["mathsDrawn"] == report["maths"]  # every formula is laid out (MathML works)
     assert report["cells"] > 1000
     assert report["overflow"] == []  # no formula box overflows (no scroll arrows)
+    page_width, window_width = report["pageWidth"]
+    assert page_width <= window_width  # nothing makes the page scroll sideways (the nav wraps)
     assert report["missing"] == []  # every character is drawn from a font that has it
     assert report["cjk"] > (300 if zh else 0)  # the glyph check saw the Chinese text
     narrow = _probe(browser, page, tmp_path, "--window-size=640,2000")
@@ -223,6 +228,16 @@ def test_the_probe_sees_an_overflowing_formula(tmp_path: Path) -> None:
         f'<div class="formula" style="width: 200px">{wide}</div></body></html>'
     )
     assert len(_probe(browser, bad, tmp_path)["overflow"]) == 1
+
+
+def test_the_probe_sees_a_page_wider_than_the_window(tmp_path: Path) -> None:
+    """The negative control: links with no break between them overflow the page, as the
+    report's navigation did before its links were separated by spaces."""
+    browser = _browser()
+    links = "".join(f'<a href="#s{i}">Step {i}. A long title</a>' for i in range(40))
+    bad = f"<!DOCTYPE html><html><head><style>{rh.CSS}</style></head><body><nav>{links}</nav>"
+    page_width, window_width = _probe(browser, bad + "</body></html>", tmp_path)["pageWidth"]
+    assert page_width > window_width
 
 
 def test_the_probe_sees_missing_glyphs(tmp_path: Path) -> None:

@@ -181,7 +181,8 @@ def section(s: Section, decimals: int) -> str:
 
 def render(doc: Document, decimals: int = 3) -> str:
     """The whole page."""
-    nav = "".join(f'<a href="#{s.id}">{prose(s.title)}</a>' for s in doc.sections)
+    # a space between the links: each is nowrap, so the spaces are where the line may wrap
+    nav = " ".join(f'<a href="#{s.id}">{prose(s.title)}</a>' for s in doc.sections)
     n = len(doc.checks)
     badge = f"✓ {n} / {n}"
     body = "".join(section(s, decimals) for s in doc.sections)

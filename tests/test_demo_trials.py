@@ -1,0 +1,40 @@
+"""benchmarks/demo_trials.py scores a run that exists (the demo's) on validation, not test.
+
+Behaviour only: a tiny run of two checkpoints (tests/bad_inputs.py's world) is averaged and
+scored; no training happens and nothing is timed.
+"""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from bad_inputs import build_world
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.slow
+def test_a_trained_run_is_scored_on_validation_and_test_only_on_request(tmp_path: Path) -> None:
+    world = build_world(tmp_path / "world")
+    results = tmp_path / "trials.jsonl"
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "demo_trials.py"), "--name", "shipped"]
+    cmd += ["--run", world["run"], "--data", world["data"], "--average", "2"]
+    cmd += ["--results", str(results)]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "valid sacreBLEU" in res.stdout
+    assert "trained before" in res.stdout
+    (record,) = [json.loads(line) for line in results.read_text().splitlines()]
+    assert record["training_wall_minutes"] is None  # scored, not trained
+    assert record["valid"]["sacrebleu"]["signature"].startswith("nrefs:1")
+    assert "test" not in record  # the test split only with --test
+    assert (Path(world["run"]) / "valid.json").is_file()
+    assert not (Path(world["run"]) / "test.json").exists()
+    # --test scores the test split too, and the record is appended, not rewritten
+    res = subprocess.run([*cmd, "--test"], capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    records = [json.loads(line) for line in results.read_text().splitlines()]
+    assert len(records) == 2
+    assert "test" in records[1]
