@@ -70,7 +70,7 @@ def test_multi30k_benchmark_runs_end_to_end(tmp_path: Path) -> None:
     cmd += ["--multi30k-dir", str(SHARED_M30K), "--run", str(tmp_path / "m30k")]
     # 3 s, then 18 s: far enough apart that the first budget's last step (7 s on a slow,
     # loaded machine) cannot use up the second, which then would not resume
-    cmd += ["--minutes", "0.05", "0.3", "--test-limit", "5", "--threads", "1"]
+    cmd += ["--minutes", "0.05", "0.3", "--limit", "5", "--threads", "1", "--average", "1", "2"]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-2000:]
     summary = json.loads((tmp_path / "m30k" / "multi30k.json").read_text())
@@ -82,6 +82,16 @@ def test_multi30k_benchmark_runs_end_to_end(tmp_path: Path) -> None:
     assert 0 < first["steps"] <= second["steps"]  # the second budget resumed the first
     assert first["training_minutes"] < second["training_minutes"]
     assert "resumed from" in res.stderr + res.stdout
+    # the average is chosen on valid: the best candidate's score, and test scored with it only
+    for budget in (first, second):
+        valid = {int(n): v["sacrebleu"]["score"] for n, v in budget["valid"].items()}
+        assert set(valid) <= {1, 2} and valid
+        best = max(valid.values())
+        assert budget["averaged_checkpoints"] == min(n for n, v in valid.items() if v == best)
+        assert budget["lowercase_bleu"]["signature"].startswith("nrefs:1|case:lc")
+    evaluations = sorted(p.name for p in (tmp_path / "m30k").glob("evaluation-*.json"))
+    assert evaluations == ["evaluation-0.05min.json", "evaluation-0.3min.json"]  # test: once each
+    assert "--dropout" in summary["train_flags"] and "valid" in summary["protocol"]
     # the run directory is never replaced unasked
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert again.returncode == 2
