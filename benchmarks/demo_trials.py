@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from aiayn.cli import main as aiayn
+from aiayn.cli.demo import DEMO_AVERAGE, DEMO_STEPS, DEMO_VOCAB, DEMO_WARMUP
 
 PACKAGED = ["--source", "packaged", "--origins", "help", "--min-words", "6", "--max-words", "25"]
 
@@ -61,13 +62,15 @@ def main(argv: list[str] | None = None) -> int:
         "trained again: `--run runs/demo --data runs/demo-data` scores what `aiayn demo` trained",
     )
     ap.add_argument("--data", default=None, help="prepared data (default ROOT/data-CORPUS-bpeV)")
-    ap.add_argument("--vocab-size", type=int, default=4000)
-    ap.add_argument("--steps", type=int, default=1000)
+    ap.add_argument("--vocab-size", type=int, default=DEMO_VOCAB)
+    ap.add_argument("--steps", type=int, default=DEMO_STEPS)
     ap.add_argument("--dropout", type=float, default=0.0)
-    ap.add_argument("--warmup", type=int, default=300)
+    ap.add_argument("--warmup", type=int, default=DEMO_WARMUP)
     ap.add_argument("--lr-scale", type=float, default=0.5)
     ap.add_argument("--max-tokens", type=int, default=2048)
-    ap.add_argument("--average", type=int, default=2, help="last N checkpoints (one per 100 steps)")
+    ap.add_argument(
+        "--average", type=int, default=DEMO_AVERAGE, help="last N checkpoints (one per 100 steps)"
+    )
     ap.add_argument("--threads", type=int, default=0, help="intra-op threads (default: all)")
     ap.add_argument("--test", action="store_true", help="also score the test split (once!)")
     ap.add_argument("--results", default="benchmarks/results/demo-trials.jsonl")
