@@ -287,3 +287,51 @@ def test_decode_speed_runs_plain_kernels_beside_fast(tmp_path: Path) -> None:
     bad = subprocess.run([*cmd[:-4], "--modes", "cached,fast"], capture_output=True, text=True)
     assert bad.returncode == 2
     assert "fast" in bad.stderr
+
+
+def test_multi30k_chooses_the_average_on_valid_and_scores_test_once(monkeypatch, tmp_path) -> None:
+    """The averaging is the valid split's best (ties: fewer); test only for it; --no-test none."""
+    import argparse
+
+    m30k = bench_module("multi30k", monkeypatch)
+    valid_bleu = {1: 20.0, 3: 24.0, 5: 24.0, 10: 22.0}  # 3 and 5 tie: the fewer wins
+    calls: list[list[str]] = []
+
+    def fake_aiayn(argv: list[str]) -> int:
+        calls.append(argv)
+        if argv[0] == "evaluate":
+            model, split = argv[argv.index("--checkpoint") + 1], argv[argv.index("--split") + 1]
+            n = int(model.rsplit("last", 1)[1].split(".")[0])
+            score = valid_bleu[n] if split == "valid" else 99.0
+            sig = {"signature": "nrefs:1", "label": "lc"}
+            report = {"sacrebleu": {"score": score, **sig}, "lowercase_bleu": {"score": 1, **sig}}
+            Path(argv[argv.index("--json") + 1]).write_text(json.dumps(report))
+        return 0
+
+    monkeypatch.setattr(m30k, "aiayn", fake_aiayn)
+    import aiayn.train
+
+    monkeypatch.setattr(aiayn.train, "list_checkpoints", lambda run: list(range(12)))
+    args = argparse.Namespace(average=[1, 3, 5, 10], limit=0, no_test=False)
+    result = m30k._choose_and_test(tmp_path, tmp_path, args, "40min")
+    assert result["averaged_checkpoints"] == 3
+    assert result["sacrebleu"]["score"] == 99.0  # the test figures, of the chosen model only
+    tests = [c for c in calls if c[0] == "evaluate" and "test" in c]
+    assert len(tests) == 1
+    assert tests[0][tests[0].index("--checkpoint") + 1].endswith("last3.safetensors")
+    assert sorted(int(n) for n in result["valid"]) == [1, 3, 5, 10]
+
+    calls.clear()
+    args.no_test = True
+    result = m30k._choose_and_test(tmp_path, tmp_path, args, "60min")
+    assert result["averaged_checkpoints"] == 3
+    assert "sacrebleu" not in result
+    assert not [c for c in calls if c[0] == "evaluate" and "test" in c]
+
+    # a short run with fewer checkpoints than a candidate averages what it has, once
+    monkeypatch.setattr(aiayn.train, "list_checkpoints", lambda run: list(range(4)))
+    args.no_test = False
+    valid_bleu[4] = 30.0
+    result = m30k._choose_and_test(tmp_path, tmp_path, args, "1min")
+    assert sorted(int(n) for n in result["valid"]) == [1, 3, 4]
+    assert result["averaged_checkpoints"] == 4
