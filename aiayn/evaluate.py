@@ -1,7 +1,7 @@
 """How well a model translates, in the numbers the field uses.  Section 6.1, Tables 2 and 3.
 
-Three BLEU flavours are not interchangeable (spec/paper.md: "the two differ by 0.7 to 1.5 BLEU
-on the same output"):
+Three BLEU flavours are not interchangeable (on the same output, tokenized and detokenized BLEU
+differ by about 0.7 to 1.5 points):
 
 - ``sacre_bleu``: corpus BLEU of the *detokenized* output against the raw references, with
   sacreBLEU's signature. The headline number.
