@@ -94,6 +94,7 @@ def test_multi30k_benchmark_runs_end_to_end(tmp_path: Path) -> None:
     assert evaluations == ["evaluation-0.05min.json", "evaluation-0.3min.json"]  # test: once each
     assert "--dropout" in summary["train_flags"]
     assert "valid" in summary["protocol"]
+    assert summary["machine"]["matmul_peak_gflops"] > 0  # the figures' machine, comparable
     # the run directory is never replaced unasked
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert again.returncode == 2
