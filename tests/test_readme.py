@@ -556,3 +556,47 @@ def test_paper_map_covers_every_section_asked_for() -> None:
     wanted = ["3", "3.1", "3.2", "3.2.1", "3.2.2", "3.2.3", "3.3", "3.4", "3.5", "4"]
     wanted += ["5", "5.1", "5.2", "5.3", "5.4", "6", "6.1", "6.2", "7"]
     assert [h for h in wanted if h not in headings] == []
+
+
+# ---------------------------------------------------------------------------------------------
+# The figures the READMEs quote are the committed results files', rounded as written.
+
+RESULTS = REPO / "benchmarks" / "results"
+
+
+def _results_row(md: Path, marker: str) -> str:
+    """The one line of MD's Results table that names MARKER (its command or results file)."""
+    rows = [line for line in md.read_text(encoding="utf-8").splitlines() if marker in line]
+    rows = [line for line in rows if line.startswith("|")]
+    assert len(rows) == 1, f"{md.name}: {len(rows)} table rows name {marker}"
+    return rows[0]
+
+
+@pytest.mark.parametrize("md", READMES, ids=lambda p: p.name)
+def test_multi30k_figures_are_the_results_files(md: Path) -> None:
+    """Both flavours at 40 and 60 minutes, steps and the chosen averaging, as in the JSON."""
+    import json
+
+    result = json.loads((RESULTS / "multi30k-40-60min.json").read_text(encoding="utf-8"))
+    row = _results_row(md, "multi30k-40-60min.json")
+    assert [b["budget_minutes"] for b in result["budgets"]] == [40.0, 60.0]
+    for budget in result["budgets"]:
+        assert f"**{budget['sacrebleu']['score']:.1f}**" in row
+        assert f"{budget['lowercase_bleu']['score']:.1f}" in row
+        assert f"{budget['steps']:,}" in row
+        assert f"{budget['chrf']['score']:.1f}" in row
+
+
+@pytest.mark.parametrize("md", READMES, ids=lambda p: p.name)
+def test_demo_figure_is_the_results_file(md: Path) -> None:
+    import json
+
+    result = json.loads((RESULTS / "demo-packaged.json").read_text(encoding="utf-8"))
+    row = _results_row(md, "demo-packaged.json")
+    assert f"**{result['sacrebleu']['score']:.1f}**" in row
+    assert f"{result['chrf']['score']:.1f}" in row
+
+
+def test_readme_stays_short() -> None:
+    """The first screen stays readable: details go to docs/ (README under about 250 lines)."""
+    assert len(README.read_text(encoding="utf-8").splitlines()) <= 250
