@@ -580,11 +580,55 @@ def test_multi30k_figures_are_the_results_files(md: Path) -> None:
     result = json.loads((RESULTS / "multi30k-40-60min.json").read_text(encoding="utf-8"))
     row = _results_row(md, "multi30k-40-60min.json")
     assert [b["budget_minutes"] for b in result["budgets"]] == [40.0, 60.0]
+    averaged = [b["averaged_checkpoints"] for b in result["budgets"]]
+    assert (
+        "last {} and last {} averaged" if md == README else "分别平均最后 {} 个和 {} 个"
+    ).format(*averaged) in row
     for budget in result["budgets"]:
         assert f"**{budget['sacrebleu']['score']:.1f}**" in row
         assert f"{budget['lowercase_bleu']['score']:.1f}" in row
         assert f"{budget['steps']:,}" in row
         assert f"{budget['chrf']['score']:.1f}" in row
+    # the first screen's bullet quotes the same run: cased, then lowercased, at 40 and 60
+    text = md.read_text(encoding="utf-8")
+    bullet = text[text.index("- **Multi30k") :].split("\n\n", 1)[0]
+    figures = [
+        f"{b[k]['score']:.1f}" for k in ("sacrebleu", "lowercase_bleu") for b in result["budgets"]
+    ]
+    positions = [bullet.find(f) for f in figures]
+    assert -1 not in positions, (figures, bullet)
+    assert positions == sorted(positions), (figures, bullet)
+
+
+def test_training_doc_tables_are_the_results_files() -> None:
+    """docs/training.md's trial and final tables: every figure as in the committed files."""
+    import json
+
+    doc = (REPO / "docs" / "training.md").read_text(encoding="utf-8")
+    lines = doc.splitlines()
+    for raw in (RESULTS / "multi30k-trials.jsonl").read_text(encoding="utf-8").splitlines():
+        trial = json.loads(raw)
+        row = next(line for line in lines if line.startswith(f"| {trial['name']} |"))
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        valid = trial["valid_sacrebleu_by_averaged"]
+        assert cells[2:] == [f"{trial['steps']:,}", *(f"{valid[n]:.2f}" for n in ("1", "3", "5"))]
+    result = json.loads((RESULTS / "multi30k-40-60min.json").read_text(encoding="utf-8"))
+    for budget in result["budgets"]:
+        row = next(
+            line for line in lines if line.startswith(f"| {budget['budget_minutes']:g} minutes")
+        )
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        valid = ", ".join(f"{n}: {v['sacrebleu']['score']:.2f}" for n, v in budget["valid"].items())
+        assert cells[1:] == [
+            f"{budget['steps']:,}",
+            valid,
+            f"last {budget['averaged_checkpoints']}",
+            f"**{budget['sacrebleu']['score']:.2f}**",
+            f"{budget['lowercase_bleu']['score']:.2f}",
+            f"{budget['chrf']['score']:.2f}",
+        ]
+        assert budget["sacrebleu"]["signature"] in doc
+        assert budget["lowercase_bleu"]["signature"] in doc
 
 
 @pytest.mark.parametrize("md", READMES, ids=lambda p: p.name)
