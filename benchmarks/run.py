@@ -40,12 +40,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from baselines import TextbookTransformer, TorchTransformerBaseline
 from decoding import MAX_LEN_A, MAX_LEN_B, aiayn_runs
-from flops import training_flops
 
 from aiayn import Transformer, model_preset
 from aiayn.config import ModelConfig, TrainConfig
 from aiayn.data import BOS, EOS, InMemorySplit, batch_from_indices, token_batches
 from aiayn.decode import max_lengths
+from aiayn.flops import matmul_peak, training_flops
 from aiayn.train.schedule import make_optimizer, set_lr
 
 PLAIN = "aiayn --kernels plain"
@@ -122,25 +122,6 @@ def make_step(impl: str, preset: str, device: torch.device, bf16: bool) -> Calla
 def sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize()
-
-
-def matmul_peak(device: torch.device, quick: bool) -> float:
-    """Best fp32 matmul FLOP/s over a few square sizes, with the current thread count."""
-    best = 0.0
-    sizes = (1024, 2048) if quick else (1024, 2048, 3072)
-    if device.type == "cuda":
-        sizes = (4096, 8192)
-    for n in sizes:
-        a = torch.randn(n, n, device=device)
-        b = torch.randn(n, n, device=device)
-        a @ b
-        sync(device)
-        for _ in range(3):
-            t = time.perf_counter()
-            a @ b
-            sync(device)
-            best = max(best, 2 * n**3 / (time.perf_counter() - t))
-    return best
 
 
 def bench_training(preset: str, device, rounds: int, bf16: bool, peak: float) -> dict:

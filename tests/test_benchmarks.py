@@ -43,10 +43,8 @@ def test_quick_benchmark_runs_and_reports_every_section(tmp_path: Path) -> None:
 
 def test_flop_count_matches_a_hand_count() -> None:
     """2 m k n per matmul; the output layer and attention included; training = 3 x forward."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from flops import forward_flops, training_flops
-
     from aiayn import ModelConfig
+    from aiayn.flops import forward_flops, training_flops
 
     cfg = ModelConfig(vocab_size=10, d_model=4, n_heads=2, d_ff=8, n_layers=1)
     B, S, T, D, F, V = 1, 3, 2, 4, 8, 10

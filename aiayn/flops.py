@@ -1,4 +1,7 @@
-"""Model FLOPs of a training step, counted from the architecture (attention included).
+"""Model FLOPs of a training step, counted from the architecture; the machine's matmul peak.
+
+Used by the benchmarks (MFU: achieved FLOP/s over the measured peak) and by ``aiayn table3``
+(the training cost of each run beside the paper's Table 2 estimates).
 
 A matmul of (m, k) by (k, n) is 2 m k n FLOPs. The encoder and decoder are counted on the
 padded (B, S) and (B, T) batch shapes: per layer the Q, K, V and W^O projections, Q K^T and the
@@ -12,7 +15,14 @@ forward), the usual convention.
 
 from __future__ import annotations
 
+import time
+
+import torch
+
 from aiayn.config import ModelConfig
+
+# Table 2 of the paper: "Training Cost (FLOPs)" for EN-DE, base and big.
+PAPER_TRAINING_FLOPS = {"base": 3.3e18, "big": 2.3e19}
 
 
 def attention_flops(B: int, Lq: int, Lk: int, cfg: ModelConfig, self_attn: bool) -> int:
@@ -48,3 +58,28 @@ def forward_flops(B: int, S: int, T: int, cfg: ModelConfig, n_out: int | None = 
 def training_flops(B: int, S: int, T: int, cfg: ModelConfig, n_out: int | None = None) -> int:
     """Forward + backward: 3 x forward."""
     return 3 * forward_flops(B, S, T, cfg, n_out)
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def matmul_peak(device: torch.device | None = None, quick: bool = True) -> float:
+    """max over n of 2 n^3 / t(n x n @ n x n): the best fp32 matmul FLOP/s, current threads."""
+    device = device or torch.device("cpu")
+    best = 0.0
+    sizes = (1024, 2048) if quick else (1024, 2048, 3072)
+    if device.type == "cuda":
+        sizes = (4096, 8192)
+    for n in sizes:
+        a = torch.randn(n, n, device=device)  # (n, n)
+        b = torch.randn(n, n, device=device)  # (n, n)
+        a @ b
+        _sync(device)
+        for _ in range(3):
+            t = time.perf_counter()
+            a @ b
+            _sync(device)
+            best = max(best, 2 * n**3 / (time.perf_counter() - t))
+    return best

@@ -1,0 +1,498 @@
+"""Rerun Table 3's model variations (section 6.2) at CPU scale, resumably, and report them.
+
+  aiayn table3                              (the whole table: 18 variations and the base)
+  aiayn table3 --rows A,C --seeds 2 --out runs/table3
+  aiayn table3 --rows A --steps 20 --seeds 1 --out /tmp/t3    (a check in minutes)
+  aiayn table3 --report-only --out runs/table3                (rebuild the report)
+
+Each row of the paper's Table 3 changes one thing of the base model; here the same change, in
+the same proportion, is made around a small base (N 3, d_model 128, d_ff 512, h 8, d_k = d_v
+16: the paper's widths divided by 4, half its depth), printed first beside the paper's. Every
+run trains the same number of updates (--steps) on the same token-budget batches of Multi30k
+EN-DE (--multi30k-dir / $AIAYN_MULTI30K, or a download from its official repository;
+--source packaged is the labelled fallback), for each seed; the base row gets --base-seeds
+seeds. Each run is then scored on the dev split as in Table 3: perplexity per word-piece
+(teacher-forced, no label smoothing) and sacreBLEU with beam 4, alpha 0.6 and no checkpoint
+averaging; its parameters, steps, training minutes and training FLOPs are recorded.
+
+OUT receives protocol.json (the shared settings: another --steps is refused there),
+results.jsonl (one record per finished run, with its config, seed, commit and the machine's
+matmul peak), hyps/ (the dev translations, for the paired bootstrap), runs/ (checkpoints),
+report.md and plots/table3-{A..E}.png. Interrupted (Ctrl-C, a kill), the same command
+continues the run it was in from its last checkpoint and never redoes a finished run.
+
+How long: on 2 cores, a base run of 1000 steps trains in about 6-10 minutes and is scored in
+about 1; the whole table (18 variations x 2 seeds + 3 base seeds = 39 runs) in about 6 hours,
+meant to run across sessions. See docs/table3.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import json
+import logging
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from aiayn.cli.common import integer
+from aiayn.errors import UserError
+
+MULTI30K_DIR_ENV = "AIAYN_MULTI30K"
+MULTI30K_URL_ENV = "AIAYN_MULTI30K_URL"
+
+
+def _rows(text: str) -> tuple[str, ...]:
+    rows = tuple(r.strip().upper() for r in text.split(",") if r.strip())
+    bad = [r for r in rows if r not in ("A", "B", "C", "D", "E")]
+    if not rows or bad:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: give row groups of Table 3 separated by commas, from A, B, C, D, E"
+        )
+    return tuple(dict.fromkeys(rows))
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from aiayn.table3.results import Protocol
+
+    p = Protocol()
+    parser.add_argument(
+        "--rows",
+        type=_rows,
+        default=("A", "B", "C", "D", "E"),
+        help="row groups to run, e.g. A,C (default A,B,C,D,E)",
+    )
+    parser.add_argument(
+        "--steps",
+        type=integer(1),
+        default=p.steps,
+        metavar="N",
+        help=f"updates per run, the same for every run (default {p.steps})",
+    )
+    parser.add_argument(
+        "--seeds",
+        type=integer(1),
+        default=2,
+        metavar="N",
+        help="seeds 1..N for every variation (default 2)",
+    )
+    parser.add_argument(
+        "--base-seeds",
+        type=integer(1),
+        default=None,
+        metavar="N",
+        help="seeds of the base row (default: --seeds + 1, so 3)",
+    )
+    parser.add_argument(
+        "--out",
+        metavar="DIR",
+        default="runs/table3",
+        help="results directory (default runs/table3)",
+    )
+    parser.add_argument(
+        "--source",
+        choices=["auto", "multi30k", "packaged"],
+        default="auto",
+        help="corpus: auto (Multi30k, else the packaged one, labelled), "
+        "multi30k or packaged (default auto)",
+    )
+    parser.add_argument(
+        "--multi30k-dir",
+        metavar="DIR",
+        default=os.environ.get(MULTI30K_DIR_ENV) or None,
+        help=f"a local copy of Multi30k's raw files (default ${MULTI30K_DIR_ENV})",
+    )
+    parser.add_argument(
+        "--multi30k-url",
+        metavar="URL",
+        default=os.environ.get(MULTI30K_URL_ENV) or None,
+        help=f"a mirror to download Multi30k from (default ${MULTI30K_URL_ENV})",
+    )
+    parser.add_argument(
+        "--threads",
+        type=integer(0),
+        default=0,
+        metavar="N",
+        help="intra-op threads (default 0: all cores)",
+    )
+    parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help="train nothing: write OUT's report from its results",
+    )
+
+
+def _say(text: str) -> None:
+    print(text, flush=True)
+
+
+def _quiet(argv: list[str], log: Path) -> int:
+    """Run another verb with its output in log; its rc."""
+    from aiayn.cli import main
+
+    log.parent.mkdir(parents=True, exist_ok=True)
+    handlers = [h for h in logging.getLogger().handlers if isinstance(h, logging.StreamHandler)]
+    with (
+        log.open("a", encoding="utf-8") as fh,
+        contextlib.redirect_stdout(fh),
+        contextlib.redirect_stderr(fh),
+    ):
+        fh.write(f"$ aiayn {' '.join(argv)}\n")
+        fh.flush()
+        streams = [h.setStream(fh) for h in handlers]  # the verb's log lines go there too
+        try:
+            return main(argv)
+        finally:
+            for h, stream in zip(handlers, streams, strict=True):
+                h.setStream(stream)
+
+
+def _last_line(log: Path) -> str:
+    lines = [x for x in log.read_text(encoding="utf-8", errors="replace").splitlines() if x.strip()]
+    return lines[-1] if lines else "(no output)"
+
+
+def _prepare(args: argparse.Namespace, out: Path, vocab: int) -> tuple[Path, str]:
+    """The prepared corpus in OUT/data (reused when complete): (directory, corpus name)."""
+    from aiayn.data import load_prepared
+
+    data = out / "data"
+    with contextlib.suppress(UserError):
+        manifest = load_prepared(data).manifest
+        if manifest.get("options", {}).get("vocab_size") == vocab:
+            return data, manifest["source"]
+    log = out / "logs" / "prepare.log"
+    base = [
+        "prepare",
+        "--out",
+        str(data),
+        "--overwrite",
+        "--no-progress",
+        "--vocab-size",
+        str(vocab),
+    ]
+    if args.source in ("auto", "multi30k"):
+        m30k = [*base, "--source", "multi30k"]
+        if args.multi30k_dir:
+            m30k += ["--multi30k-dir", args.multi30k_dir]
+        elif args.multi30k_url:
+            m30k += ["--mirror", args.multi30k_url]
+        if _quiet(m30k, log) == 0:
+            return data, "multi30k"
+        if args.source == "multi30k":
+            raise UserError(f"--source multi30k: Multi30k could not be had: {_last_line(log)}")
+        _say(f"Multi30k could not be had ({_last_line(log)}): the packaged corpus instead")
+    if _quiet([*base, "--source", "packaged"], log) != 0:
+        raise UserError(f"the packaged corpus could not be prepared: {_last_line(log)}")
+    return data, "packaged"
+
+
+def _commit() -> str:
+    here = Path(__file__).resolve().parent
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(here), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(here), "status", "--porcelain", "--", "."],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return head + ("-dirty" if dirty else "")
+
+
+def _flags(cfg: Any, train: dict[str, Any]) -> list[str]:
+    """`aiayn train` flags for the settings of cfg and train that differ from the defaults."""
+    from aiayn.config import ModelConfig
+
+    flags = []
+    default = dataclasses.asdict(ModelConfig())
+    for key, value in dataclasses.asdict(cfg).items():
+        if key in ("vocab_size", "pad_id") or value == default[key]:
+            continue
+        flags += [f"--{key.replace('_', '-')}", str(value)]
+    for key, value in train.items():
+        flags += [f"--{key.replace('_', '-')}", str(value)]
+    return flags
+
+
+def _trained(run: Path) -> dict[str, Any]:
+    """The latest checkpoint's meta (step, elapsed_s), or step 0."""
+    from aiayn.train.checkpoints import META_FILE, latest_checkpoint
+
+    latest = latest_checkpoint(run) if run.is_dir() else None
+    if latest is None:
+        return {"step": 0, "elapsed_s": 0.0}
+    return json.loads((latest / META_FILE).read_text(encoding="utf-8"))
+
+
+def _train(run: Path, data: Path, flags: list[str], protocol: Any, seed: int, log: Path) -> None:
+    """Train run to protocol.steps, resuming its checkpoint if it has one."""
+    step = _trained(run)["step"]
+    if step >= protocol.steps:  # trained before a kill during its scoring
+        return
+    if step > 0:
+        argv = ["train", "--run", str(run), "--data", str(data), "--resume", "--no-progress"]
+    else:
+        if run.exists():  # killed before its first checkpoint: nothing to keep
+            shutil.rmtree(run)
+        argv = ["train", "--run", str(run), "--data", str(data), "--preset", "base", *flags]
+        argv += ["--warmup", str(protocol.warmup), "--lr-scale", f"{protocol.lr_scale:g}"]
+        argv += ["--max-tokens", str(protocol.max_tokens), "--max-steps", str(protocol.steps)]
+        argv += ["--seed", str(seed), "--valid-every", "0", "--keep-last", "1", "--no-progress"]
+        argv += [
+            "--save-every-steps",
+            str(max(protocol.steps // 6, 1)),
+            "--save-every-minutes",
+            "0",
+        ]
+    if _quiet(argv, log) != 0:
+        raise UserError(f"{run}: training failed: {_last_line(log)} (log: {log})")
+    if _trained(run)["step"] < protocol.steps:  # the training loop stopped on a signal
+        raise KeyboardInterrupt
+
+
+def _score(run: Path, data: Path, out: Path, rid: str, protocol: Any, threads: int) -> dict:
+    """Dev perplexity and sacreBLEU (beam 4, alpha 0.6, the last checkpoint alone)."""
+    report = run / "dev.json"
+    hyps = out / "hyps" / f"{rid}.txt"
+    hyps.parent.mkdir(parents=True, exist_ok=True)
+    argv = ["evaluate", "--checkpoint", str(run), "--data", str(data), "--split", "valid"]
+    argv += ["--beam", str(protocol.beam), "--alpha", f"{protocol.alpha:g}", "--json", str(report)]
+    argv += ["--hyps", str(hyps), "--threads", str(threads)]
+    log = out / "logs" / f"{rid}.log"
+    if _quiet(argv, log) != 0:
+        raise UserError(f"{run}: scoring failed: {_last_line(log)} (log: {log})")
+    return json.loads(report.read_text(encoding="utf-8"))
+
+
+def _refs(data: Path, out: Path) -> str:
+    """Copy the dev references next to the translations once; their path relative to OUT."""
+    from aiayn.data import load_prepared
+
+    lang = load_prepared(data).manifest["tgt_lang"]
+    refs = out / "hyps" / "refs.txt"
+    if not refs.is_file():
+        refs.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(data / "text" / f"valid.{lang}", refs)
+    return str(refs.relative_to(out))
+
+
+def _train_flops(data: Path, cfg: Any, protocol: Any, seed: int) -> float:
+    """FLOPs of the run's training (aiayn.flops), from one epoch of its batches, per step."""
+    from aiayn.data import load_prepared, token_batches
+    from aiayn.flops import training_flops
+
+    split = load_prepared(data).split("train")
+    batches = token_batches(split, protocol.max_tokens, seed=seed, epoch=0)
+    src, tgt = split.src_lengths, split.tgt_lengths
+    total = 0
+    for b in batches:
+        S, T = int(src[b].max()) + 1, int(tgt[b].max()) + 1  # EOS; BOS in tgt_in
+        total += training_flops(len(b), S, T, cfg, n_out=int((tgt[b] + 1).sum()))
+    return total / len(batches) * protocol.steps
+
+
+def _plan_table(todo: list[Any], protocol: Any) -> str:
+    from aiayn.table3.report import HEADER, _paper_line, _shape
+    from aiayn.table3.rows import scale_variation
+
+    lines = [HEADER]
+    small = _small(protocol)
+    for v in todo:
+        cfg, train = scale_variation(v, small)
+        lines.append(_paper_line(v))
+        steps = f"{protocol.steps:,}"
+        lines.append(
+            f"| | ours | {' | '.join(_shape(dataclasses.asdict(cfg), train))} | {steps} | | | |"
+        )
+    return "\n".join(lines)
+
+
+def _small(protocol: Any) -> Any:
+    from aiayn.table3.rows import SMALL_BASE
+
+    fields = ("d_model", "n_heads", "d_ff", "n_layers")
+    return dataclasses.replace(SMALL_BASE, **{k: getattr(protocol, k) for k in fields})
+
+
+def write_report(out: Path) -> Path:
+    """OUT/report.md and OUT/plots/ from OUT/results.jsonl."""
+    from aiayn.table3 import report
+    from aiayn.table3.results import read_results
+
+    records = read_results(out)
+    if not records:
+        raise UserError(f"{out}: no results yet (results.jsonl is missing or empty)")
+    checked = report.check_findings(records)
+    pvalues = report.bootstrap(records, out)
+    plots = report.group_plots(records, out / "plots")
+    first = records[0]
+    corpus = first["corpus"]
+    label = (
+        "Multi30k EN-DE, dev = its valid split (1,014 pairs)"
+        if corpus == "multi30k"
+        else (
+            "the packaged corpus (a FALLBACK: software help texts, not Multi30k), dev = its valid"
+            " split"
+        )
+    )
+    counts = report.summary(checked)
+    text = [
+        "# Table 3, rerun at CPU scale",
+        "",
+        f"Corpus: {label}. {len(records)} runs, commit {first['commit']}, "
+        f"matmul peak {first['matmul_peak_gflops']:.0f} GFLOP/s, {first['threads']} threads.",
+        "Each variation: the paper's line (newstest2013, 100K steps), then ours: the mean over "
+        "seeds and [min, max]. BLEU is sacreBLEU (13a, cased) with beam 4 and alpha 0.6, the "
+        "last checkpoint alone; p is the largest paired-bootstrap p-value against the base run "
+        "of the same seed (1000 resamples).",
+        "",
+        report.table(records, pvalues),
+        "",
+        "## The paper's findings, checked",
+        "",
+        "The noise is the larger range (max - min over seeds) of the two sides; a difference "
+        "within it is never called a trend.",
+        "",
+        report.findings_table(checked),
+        "",
+        "Per row group: "
+        + "; ".join(
+            f"{row}: " + ", ".join(f"{n} {v}" for v, n in sorted(c.items()))
+            for row, c in counts.items()
+        )
+        + ".",
+        "",
+        "## Training cost beside Table 2",
+        "",
+        report.cost_table(records),
+        "",
+        *[f"![row {p.stem[-1]}](plots/{p.name})" for p in plots],
+        "",
+    ]
+    path = out / "report.md"
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("\n".join(text), encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+
+    from aiayn.table3.results import Protocol, append_result, check_protocol, read_results, run_id
+    from aiayn.table3.rows import VARIATIONS, quantities, scale_variation, variations
+
+    out = Path(args.out)
+    if args.report_only:
+        _say(f"report: {write_report(out)}")
+        return 0
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    base_seeds = args.base_seeds or args.seeds + 1
+    todo = [(VARIATIONS[0], s) for s in range(1, base_seeds + 1)]
+    chosen = variations(args.rows)
+    todo += [(v, s) for s in range(1, args.seeds + 1) for v in chosen]
+    protocol = Protocol(steps=args.steps)
+    _say(
+        f"Table 3 at CPU scale: rows {','.join(args.rows)}, {len(todo)} runs of {args.steps:,} "
+        f"updates of {protocol.max_tokens:,} tokens, in {out}"
+    )
+    _say(_plan_table([VARIATIONS[0], *chosen], protocol))
+    out.mkdir(parents=True, exist_ok=True)
+    data, corpus = _prepare(args, out, protocol.vocab_size)
+    protocol = dataclasses.replace(protocol, corpus=corpus, tokenizer_sha256=_sha256(data))
+    check_protocol(out, protocol)
+    if corpus != "multi30k":
+        _say("corpus: the packaged corpus (a FALLBACK: Multi30k could not be had)")
+    done = {r["run"] for r in read_results(out)}
+    refs = _refs(data, out)
+    from aiayn.flops import matmul_peak
+
+    peak = matmul_peak() / 1e9
+    commit = _commit()
+    for i, (v, seed) in enumerate(todo, 1):
+        rid = run_id(v.name, seed)
+        if rid in done:
+            _say(f"[{i}/{len(todo)}] {rid}: done before, kept")
+            continue
+        cfg, train = scale_variation(v, _small(protocol))
+        run_dir = out / "runs" / rid
+        at = _trained(run_dir)["step"]
+        resumed = f" (resumed at step {at:,})" if at else ""
+        _say(f"[{i}/{len(todo)}] {rid}: training {protocol.steps:,} steps{resumed}")
+        started = time.monotonic()
+        _train(run_dir, data, _flags(cfg, train), protocol, seed, out / "logs" / f"{rid}.log")
+        trained = _trained(run_dir)
+        scored_at = time.monotonic()
+        dev = _score(run_dir, data, out, rid, protocol, args.threads)
+        cfg = dataclasses.replace(cfg, vocab_size=_vocab(data))
+        record = {
+            "run": rid,
+            "name": v.name,
+            "row": v.row,
+            "seed": seed,
+            "steps": trained["step"],
+            "corpus": corpus,
+            "model": dataclasses.asdict(cfg),
+            "train_overrides": train,
+            "protocol": dataclasses.asdict(protocol),
+            "values": quantities(cfg, train),
+            "params": _parameters(cfg),
+            "train_flops": _train_flops(data, cfg, protocol, seed),
+            "dev_ppl": dev["perplexity"]["value"],
+            "dev_bleu": dev["sacrebleu"]["score"],
+            "bleu_signature": dev["sacrebleu"]["signature"],
+            "hyps": f"hyps/{rid}.txt",
+            "refs": refs,
+            "train_minutes": trained["elapsed_s"] / 60,
+            "score_minutes": (time.monotonic() - scored_at) / 60,
+            "this_invocation_minutes": (time.monotonic() - started) / 60,
+            "commit": commit,
+            "matmul_peak_gflops": round(peak, 1),
+            "threads": torch.get_num_threads(),
+            "torch": torch.__version__,
+            "cpu_count": os.cpu_count(),
+            "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+        append_result(out, record)
+        _say(
+            f"    dev PPL {record['dev_ppl']:.2f}, sacreBLEU {record['dev_bleu']:.2f}, "
+            f"{record['params']:,} parameters, {record['train_minutes']:.1f} min training"
+        )
+    _say(f"report: {write_report(out)}")
+    return 0
+
+
+def _sha256(data: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256((data / "tokenizer.json").read_bytes()).hexdigest()
+
+
+def _vocab(data: Path) -> int:
+    from aiayn.data import load_prepared
+
+    return load_prepared(data).tokenizer.vocab_size
+
+
+def _parameters(cfg: Any) -> int:
+    import torch
+
+    from aiayn.model import Transformer
+
+    with torch.device("meta"):
+        return Transformer(cfg).num_parameters()

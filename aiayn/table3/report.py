@@ -1,0 +1,332 @@
+"""Table 3's report: the paper's row beside ours, the findings and their verdicts, the plots.
+
+Dev perplexity is the main figure. A finding of the paper is checked by comparing the mean over
+seeds of one variation with that of its reference (the base, or the best of a group); the noise
+is the seeds' spread, the larger range (max - min) of the two. A difference within it is
+"within noise", never a trend; beyond it the finding "holds" or "does not hold". A finding that
+two settings are about equal holds when they differ by less than the noise. BLEU differences
+come with sacreBLEU's paired bootstrap test (1000 resamples) against the base run of the same
+seed, on the same dev sentences.
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aiayn.flops import PAPER_TRAINING_FLOPS
+from aiayn.table3.rows import PAPER_BASE, PAPER_STEPS, VARIATIONS, Variation, variation
+
+HOLDS, FAILS, NOISE, FEW = "holds", "does not hold", "within noise", "too few seeds"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One of the paper's findings: subject's metric is "higher", "lower" or "same" than ref's.
+
+    ref is a variation name, or a tuple of names: the best of them (lowest mean PPL, highest
+    mean BLEU), the subject excluded.
+    """
+
+    row: str
+    text: str
+    subject: str
+    ref: str | tuple[str, ...]
+    expect: str  # "higher", "lower" or "same"
+    metric: str = "ppl"  # "ppl" or "bleu"
+
+
+# The paper's reading of Table 3 (section 6.2), one checkable finding a line.
+FINDINGS: tuple[Finding, ...] = (
+    Finding("A", "single-head attention is worse than 8 heads", "A-h1", "base", "higher"),
+    Finding("A", "too many heads also hurt: 32 heads are worse than the best head count",
+            "A-h32", ("A-h4", "base", "A-h16"), "higher"),
+    Finding("B", "reducing d_k hurts: d_k 16 is worse than 64", "B-dk16", "base", "higher"),
+    Finding("B", "reducing d_k hurts: d_k 32 is worse than 64", "B-dk32", "base", "higher"),
+    Finding("C", "bigger models are better: N 2 is worse than 6", "C-n2", "base", "higher"),
+    Finding("C", "bigger models are better: N 4 is worse than 6", "C-n4", "base", "higher"),
+    Finding("C", "bigger models are better: N 8 is better than 6", "C-n8", "base", "lower"),
+    Finding("C", "bigger models are better: d_model 256 is worse than 512", "C-d256", "base",
+            "higher"),
+    Finding("C", "bigger models are better: d_model 1024 is better than 512", "C-d1024", "base",
+            "lower"),
+    Finding("C", "bigger models are better: d_ff 1024 is worse than 2048", "C-dff1024", "base",
+            "higher"),
+    Finding("C", "bigger models are better: d_ff 4096 is better than 2048", "C-dff4096", "base",
+            "lower"),
+    Finding("D", "dropout is very helpful: P_drop 0.0 is worse than 0.1", "D-drop0.0", "base",
+            "higher"),
+    Finding("D", "P_drop 0.2 is about as good as 0.1", "D-drop0.2", "base", "same"),
+    Finding("D", "label smoothing hurts perplexity: eps_ls 0.0 has a lower PPL than 0.1",
+            "D-ls0.0", "base", "lower"),
+    Finding("D", "label smoothing hurts perplexity: eps_ls 0.2 has a higher PPL than 0.1",
+            "D-ls0.2", "base", "higher"),
+    Finding("D", "but improves BLEU: eps_ls 0.0 has a lower BLEU than 0.1", "D-ls0.0", "base",
+            "lower", "bleu"),
+    Finding("E", "learned positional embeddings are about as good as sinusoids", "E-learned",
+            "base", "same"),
+)  # fmt: skip
+
+
+def verdict(
+    subject: Sequence[float], ref: Sequence[float], expect: str
+) -> tuple[str, float, float]:
+    """(verdict, mean(subject) - mean(ref), noise): noise = the larger range of the two.
+
+    "higher": holds when the difference exceeds the noise upwards, does not hold when it
+    exceeds it downwards, else within noise ("lower" mirrored). "same": holds within the noise.
+    Fewer than two values on either side: no spread, so no verdict.
+    """
+    if len(subject) < 2 or len(ref) < 2:
+        delta = statistics.fmean(subject) - statistics.fmean(ref) if subject and ref else 0.0
+        return FEW, delta, float("nan")
+    delta = statistics.fmean(subject) - statistics.fmean(ref)
+    noise = max(max(subject) - min(subject), max(ref) - min(ref))
+    if expect == "same":
+        return (HOLDS if abs(delta) <= noise else FAILS), delta, noise
+    if abs(delta) <= noise:
+        return NOISE, delta, noise
+    sign = 1 if expect == "higher" else -1
+    return (HOLDS if sign * delta > 0 else FAILS), delta, noise
+
+
+def by_variation(records: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The records of each variation, ordered by seed."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for r in sorted(records, key=lambda r: (r["name"], r["seed"])):
+        out.setdefault(r["name"], []).append(r)
+    return out
+
+
+def _values(runs: dict[str, list[dict]], name: str, metric: str) -> list[float]:
+    return [r[f"dev_{metric}"] for r in runs.get(name, [])]
+
+
+def _mean(xs: Sequence[float]) -> float:
+    return statistics.fmean(xs) if xs else float("nan")
+
+
+def check_findings(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each finding whose subject has results: its verdict, difference, noise and reference."""
+    runs = by_variation(records)
+    out = []
+    for f in FINDINGS:
+        if f.subject not in runs:
+            continue
+        if isinstance(f.ref, tuple):
+            candidates = [n for n in f.ref if n in runs and n != f.subject]
+            if not candidates:
+                continue
+            best = min if f.metric == "ppl" else max
+            ref = best(candidates, key=lambda n: _mean(_values(runs, n, f.metric)))
+        else:
+            ref = f.ref
+            if ref not in runs:
+                continue
+        v, delta, noise = verdict(
+            _values(runs, f.subject, f.metric), _values(runs, ref, f.metric), f.expect
+        )
+        out.append({"finding": f, "ref": ref, "verdict": v, "delta": delta, "noise": noise})
+    return out
+
+
+def bootstrap(records: Sequence[dict[str, Any]], out: Path, samples: int = 1000) -> dict:
+    """{(name, seed): p}: paired bootstrap of each run's dev BLEU against base's, same seed."""
+    from sacrebleu.metrics import BLEU
+    from sacrebleu.significance import PairedTest
+
+    logging.getLogger("sacrebleu").setLevel(logging.WARNING)  # its progress lines
+    runs = by_variation(records)
+    base = {r["seed"]: r for r in runs.get("base", [])}
+    refs = None
+    result: dict[tuple[str, int], float] = {}
+    for name, rs in runs.items():
+        for r in rs:
+            if name == "base" or r["seed"] not in base:
+                continue
+            b = base[r["seed"]]
+            if refs is None:
+                refs = _lines(out / b["refs"])
+            systems = [("base", _lines(out / b["hyps"])), (name, _lines(out / r["hyps"]))]
+            test = PairedTest(systems, {"BLEU": BLEU()}, [refs], test_type="bs", n_samples=samples)
+            _, scores = test()
+            result[(name, r["seed"])] = float(scores["BLEU"][1].p_value)
+    return result
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").split("\n")[:-1]
+
+
+def _fmt(xs: Sequence[float], digits: int) -> str:
+    if not xs:
+        return ""
+    if len(xs) == 1:
+        return f"{xs[0]:.{digits}f}"
+    return f"{_mean(xs):.{digits}f} [{min(xs):.{digits}f}, {max(xs):.{digits}f}]"
+
+
+def _shape(cfg: dict[str, Any], train: dict[str, Any]) -> list[str]:
+    h = cfg["n_heads"]
+    dk = cfg["d_k"] or cfg["d_model"] // h
+    dv = cfg["d_v"] or cfg["d_model"] // h
+    ls = train.get("label_smoothing", 0.1)
+    pos = "" if cfg["positions"] == "sinusoidal" else f" ({cfg['positions']} positions)"
+    return [
+        str(cfg["n_layers"]),
+        str(cfg["d_model"]),
+        str(cfg["d_ff"]),
+        str(h),
+        str(dk),
+        str(dv),
+        f"{cfg['dropout']:g}{pos}",
+        f"{ls:g}",
+    ]
+
+
+HEADER = (
+    "| row | | N | d_model | d_ff | h | d_k | d_v | P_drop | eps_ls | steps | PPL (dev) "
+    "| BLEU (dev) | params |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+)
+
+
+def _paper_line(v: Variation) -> str:
+    from aiayn.table3.rows import scale_variation  # the paper's config: scale 1
+
+    cfg, train = scale_variation(v, PAPER_BASE)
+    import dataclasses
+
+    shape = _shape(dataclasses.asdict(cfg), train)
+    params = f"{v.params_m}M" if v.params_m else ""
+    return (
+        f"| {v.row} | paper | {' | '.join(shape)} | 100K | {v.ppl:.2f} | {v.bleu:.1f} | {params} |"
+    )
+
+
+def table(records: Sequence[dict[str, Any]], pvalues: dict | None = None) -> str:
+    """Markdown: for each variation with results, the paper's line and ours (mean [min, max])."""
+    runs = by_variation(records)
+    lines = [HEADER]
+    for v in VARIATIONS:
+        if v.name not in runs:
+            continue
+        rs = runs[v.name]
+        first = rs[0]
+        shape = _shape(first["model"], first["train_overrides"])
+        bleu = _fmt(_values(runs, v.name, "bleu"), 2)
+        if pvalues and v.name != "base":
+            ps = [pvalues[(v.name, r["seed"])] for r in rs if (v.name, r["seed"]) in pvalues]
+            if ps:
+                bleu += f" (p {max(ps):.3f})"
+        seeds = len(rs)
+        lines.append(_paper_line(v))
+        lines.append(
+            f"| {v.name} | ours ({seeds} seed{'s' if seeds > 1 else ''}) | {' | '.join(shape)} "
+            f"| {first['steps']:,} | {_fmt(_values(runs, v.name, 'ppl'), 2)} | {bleu} "
+            f"| {first['params'] / 1e6:.2f}M |"
+        )
+    return "\n".join(lines)
+
+
+def findings_table(checked: Sequence[dict[str, Any]]) -> str:
+    """Markdown: each finding, the reference it is checked against, difference, noise, verdict."""
+    lines = [
+        "| row | the paper's finding | ours: difference (noise) | verdict |",
+        "|---|---|---|---|",
+    ]
+    for c in checked:
+        f = c["finding"]
+        unit = "PPL" if f.metric == "ppl" else "BLEU"
+        ref = "" if c["ref"] == "base" else f" (against {c['ref']}, the best)"
+        noise = "no spread" if c["noise"] != c["noise"] else f"{c['noise']:.2f}"
+        lines.append(
+            f"| {f.row} | {f.text}{ref} | {f.subject}: {c['delta']:+.2f} {unit} ({noise}) "
+            f"| **{c['verdict']}** |"
+        )
+    return "\n".join(lines)
+
+
+def cost_table(records: Sequence[dict[str, Any]]) -> str:
+    """Markdown: Table 2's training cost of base and big beside the FLOPs of our runs."""
+    runs = by_variation(records)
+    lines = ["| model | steps | training FLOPs | share of the paper's base |", "|---|---|---|---|"]
+    base = PAPER_TRAINING_FLOPS["base"]
+    lines.append(f"| paper base (Table 2) | {PAPER_STEPS:,} | {base:.1e} | 1 |")
+    lines.append(
+        f"| paper big (Table 2) | 300,000 | {PAPER_TRAINING_FLOPS['big']:.1e} | "
+        f"{PAPER_TRAINING_FLOPS['big'] / base:.1f} |"
+    )
+    for name in ("base", *[v.name for v in VARIATIONS if v.name != "base"]):
+        if name not in runs:
+            continue
+        flops = _mean([r["train_flops"] for r in runs[name]])
+        steps = runs[name][0]["steps"]
+        lines.append(f"| ours {name} | {steps:,} | {flops:.1e} | 1/{base / flops:,.0f} |")
+    return "\n".join(lines)
+
+
+def summary(checked: Sequence[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """{row: {verdict: count}}."""
+    out: dict[str, dict[str, int]] = {}
+    for c in checked:
+        row = out.setdefault(c["finding"].row, {})
+        row[c["verdict"]] = row.get(c["verdict"], 0) + 1
+    return out
+
+
+def group_plots(records: Sequence[dict[str, Any]], out_dir: Path) -> list[Path]:
+    """One PNG a row group: dev PPL and BLEU against each varied quantity, seeds and range."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs = by_variation(records)
+    written = []
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for group in ("A", "B", "C", "D", "E"):
+        names = [v.name for v in VARIATIONS if v.row == group and v.name in runs]
+        if not names or "base" not in runs:
+            continue
+        quantities = list(dict.fromkeys(variation(n).varied for n in names))
+        fig, axes = plt.subplots(
+            2, len(quantities), figsize=(3.6 * len(quantities), 5.4), squeeze=False
+        )
+        for col, q in enumerate(quantities):
+            members = ["base", *[n for n in names if variation(n).varied == q]]
+            members.sort(key=lambda n: _sort_key(runs[n][0]["values"][q]))
+            labels = [str(runs[n][0]["values"][q]) for n in members]
+            for row, metric in enumerate(("ppl", "bleu")):
+                ax = axes[row][col]
+                for x, n in enumerate(members):
+                    ys = _values(runs, n, metric)
+                    ax.scatter([x] * len(ys), ys, s=14, color="tab:blue", alpha=0.6)
+                    ax.errorbar(
+                        x,
+                        _mean(ys),
+                        yerr=[[_mean(ys) - min(ys)], [max(ys) - _mean(ys)]],
+                        fmt="o",
+                        color="black" if n == "base" else "tab:red",
+                        capsize=4,
+                    )
+                ax.set_xticks(range(len(members)), labels)
+                ax.set_xlabel(f"{q} (ours)")
+                ax.set_ylabel("dev PPL" if metric == "ppl" else "dev sacreBLEU")
+                ax.grid(alpha=0.3)
+        fig.suptitle(
+            f"Table 3 row {group}: mean over seeds (black: base), seeds as dots, range as bars"
+        )
+        fig.tight_layout()
+        path = out_dir / f"table3-{group}.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def _sort_key(value: Any) -> tuple[int, Any]:
+    return (0, value) if isinstance(value, int | float) else (1, str(value))
