@@ -294,12 +294,12 @@ def group_plots(records: Sequence[dict[str, Any]], out_dir: Path) -> list[Path]:
             continue
         quantities = list(dict.fromkeys(variation(n).varied for n in names))
         fig, axes = plt.subplots(
-            2, len(quantities), figsize=(3.6 * len(quantities), 5.4), squeeze=False
+            2, len(quantities), figsize=(max(3.6 * len(quantities), 5.0), 5.6), squeeze=False
         )
         for col, q in enumerate(quantities):
             members = ["base", *[n for n in names if variation(n).varied == q]]
             members.sort(key=lambda n: _sort_key(runs[n][0]["values"][q]))
-            labels = [str(runs[n][0]["values"][q]) for n in members]
+            labels = [f"{runs[n][0]['values'][q]}\n(paper {_paper_value(n, q)})" for n in members]
             for row, metric in enumerate(("ppl", "bleu")):
                 ax = axes[row][col]
                 for x, n in enumerate(members):
@@ -314,11 +314,14 @@ def group_plots(records: Sequence[dict[str, Any]], out_dir: Path) -> list[Path]:
                         capsize=4,
                     )
                 ax.set_xticks(range(len(members)), labels)
+                ax.set_xlim(-0.5, len(members) - 0.5)
                 ax.set_xlabel(f"{q} (ours)")
                 ax.set_ylabel("dev PPL" if metric == "ppl" else "dev sacreBLEU")
                 ax.grid(alpha=0.3)
         fig.suptitle(
-            f"Table 3 row {group}: mean over seeds (black: base), seeds as dots, range as bars"
+            f"Table 3 row {group}: mean over seeds (black: base, red: variations),\n"
+            "seeds as dots, their range as bars",
+            fontsize=10,
         )
         fig.tight_layout()
         path = out_dir / f"table3-{group}.png"
@@ -326,6 +329,13 @@ def group_plots(records: Sequence[dict[str, Any]], out_dir: Path) -> list[Path]:
         plt.close(fig)
         written.append(path)
     return written
+
+
+def _paper_value(name: str, q: str) -> Any:
+    from aiayn.table3.rows import quantities, scale_variation
+
+    cfg, train = scale_variation(variation(name), PAPER_BASE)
+    return quantities(cfg, train)[q]
 
 
 def _sort_key(value: Any) -> tuple[int, Any]:

@@ -1,0 +1,281 @@
+"""aiayn table3: the scaled rows, the verdict logic, the results file, and the verb end to end."""
+
+from __future__ import annotations
+
+import pytest
+
+from aiayn.cli import main as aiayn
+from aiayn.config import PRESETS
+from aiayn.errors import UserError
+from aiayn.table3 import report
+from aiayn.table3.results import Protocol, append_result, check_protocol, read_results
+from aiayn.table3.rows import (
+    PAPER_BASE,
+    SMALL_BASE,
+    VARIATIONS,
+    scale_variation,
+    variation,
+    variations,
+)
+from tests.multi30k_support import write_raw
+
+
+def test_every_row_of_table3_has_a_preset_and_a_scaled_model() -> None:
+    assert len(VARIATIONS) == 19  # the base and the paper's 18 variations
+    for v in VARIATIONS:
+        assert v.preset in PRESETS
+        cfg, _ = scale_variation(v, SMALL_BASE)
+        paper, _ = scale_variation(v, PAPER_BASE)
+        assert cfg.d_model * PAPER_BASE.d_model == paper.d_model * SMALL_BASE.d_model
+        assert cfg.n_heads == paper.n_heads  # h is copied, widths scaled
+        assert cfg.head_dim * 4 == paper.head_dim
+        assert cfg.value_dim * 4 == paper.value_dim
+
+
+def test_row_a_keeps_h_times_dk_equal_to_d_model() -> None:
+    for v in variations(("A",)):
+        cfg, _ = scale_variation(v)
+        assert cfg.n_heads * cfg.head_dim == cfg.d_model == SMALL_BASE.d_model
+
+
+def test_row_c_scales_depth_and_width_in_the_papers_proportion() -> None:
+    got = {v.name: scale_variation(v)[0] for v in variations(("C",))}
+    assert [got[n].n_layers for n in ("C-n2", "C-n4", "C-n8")] == [1, 2, 4]  # of 3, as 2/4/8 of 6
+    assert (got["C-d256"].d_model, got["C-d1024"].d_model) == (64, 256)  # halved and doubled
+    assert (got["C-dff1024"].d_ff, got["C-dff4096"].d_ff) == (256, 1024)
+    assert got["C-d1024"].head_dim == 32  # d_k 128 of d_model 1024, scaled
+
+
+def test_row_d_changes_training_settings_and_dropout_only() -> None:
+    cfg, train = scale_variation(variation("D-ls0.0"))
+    assert train == {"label_smoothing": 0.0}
+    assert cfg == SMALL_BASE
+    cfg, train = scale_variation(variation("D-drop0.2"))
+    assert cfg.dropout == 0.2
+    assert train == {}
+
+
+def test_a_base_whose_sizes_do_not_divide_is_refused() -> None:
+    import dataclasses
+
+    odd = dataclasses.replace(SMALL_BASE, d_model=120, n_heads=8)  # 512 -> 120 is not whole
+    with pytest.raises(ValueError, match="not a whole number"):
+        scale_variation(variation("A-h32"), odd)  # d_k 16 * 120 / 512
+
+
+@pytest.mark.parametrize(
+    ("subject", "ref", "expect", "want"),
+    [
+        ([5.0, 5.2], [4.0, 4.1], "higher", report.HOLDS),  # 1.05 apart, noise 0.2
+        ([4.0, 4.1], [5.0, 5.2], "higher", report.FAILS),  # the other way, beyond the noise
+        ([4.5, 5.5], [4.6, 4.8], "higher", report.NOISE),  # 0.3 apart, but the seeds span 1.0
+        ([4.5, 5.5], [4.6, 4.8], "lower", report.NOISE),
+        ([4.0, 4.1], [5.0, 5.2], "lower", report.HOLDS),
+        ([4.9, 5.0], [4.5, 5.4], "same", report.HOLDS),  # within the spread: about equal
+        ([6.0, 6.1], [4.5, 4.6], "same", report.FAILS),
+        ([5.0], [4.0, 4.1], "higher", report.FEW),  # one seed: no spread, no verdict
+    ],
+)
+def test_verdict_never_calls_a_difference_within_the_seeds_spread_a_trend(
+    subject, ref, expect, want
+) -> None:
+    assert report.verdict(subject, ref, expect)[0] == want
+
+
+def test_verdict_reports_the_difference_and_the_larger_range() -> None:
+    _, delta, noise = report.verdict([5.0, 5.4], [4.0, 4.1], "higher")
+    assert delta == pytest.approx(1.15)
+    assert noise == pytest.approx(0.4)
+
+
+def _record(name, seed, ppl, bleu=20.0):
+    return {"run": f"{name}-s{seed}", "name": name, "seed": seed, "dev_ppl": ppl, "dev_bleu": bleu}
+
+
+def test_findings_against_the_best_of_a_group() -> None:
+    recs = [_record("base", s, p) for s, p in ((1, 5.0), (2, 5.1))]
+    recs += [_record("A-h16", s, p) for s, p in ((1, 4.0), (2, 4.1))]  # the best head count
+    recs += [_record("A-h32", s, p) for s, p in ((1, 4.6), (2, 4.7))]  # worse than h16, not base
+    checked = {c["finding"].subject: c for c in report.check_findings(recs)}
+    assert checked["A-h32"]["ref"] == "A-h16"
+    assert checked["A-h32"]["verdict"] == report.HOLDS
+    assert "A-h1" not in checked  # no results: no verdict
+
+
+def test_results_file_drops_a_half_written_last_line(tmp_path) -> None:
+    append_result(tmp_path, {"run": "base-s1"})
+    with (tmp_path / "results.jsonl").open("a") as fh:
+        fh.write('{"run": "base-s2", "dev_pp')  # killed while appending
+    assert [r["run"] for r in read_results(tmp_path)] == ["base-s1"]
+    append_result(tmp_path, {"run": "base-s2"})
+    assert [r["run"] for r in read_results(tmp_path)] == ["base-s1", "base-s2"]
+
+
+def test_a_broken_line_inside_the_results_file_is_named(tmp_path) -> None:
+    (tmp_path / "results.jsonl").write_text('{"run": "a"}\nnot json\n{"run": "b"}\n')
+    with pytest.raises(UserError, match=r"results.jsonl:2: not a JSON record"):
+        read_results(tmp_path)
+
+
+def test_another_budget_in_the_same_directory_is_refused(tmp_path) -> None:
+    check_protocol(tmp_path, Protocol(steps=10))
+    check_protocol(tmp_path, Protocol(steps=10))  # the same: accepted
+    with pytest.raises(UserError, match="steps 10 there, 20 now"):
+        check_protocol(tmp_path, Protocol(steps=20))
+
+
+# The verb end to end, on a small corpus in Multi30k's layout ---------------------------------
+
+WORDS = [
+    "a",
+    "man",
+    "woman",
+    "dog",
+    "child",
+    "runs",
+    "sits",
+    "on",
+    "the",
+    "in",
+    "red",
+    "blue",
+    "street",
+    "park",
+    "water",
+    "ball",
+]
+DE = [
+    "ein",
+    "mann",
+    "frau",
+    "hund",
+    "kind",
+    "rennt",
+    "sitzt",
+    "auf",
+    "der",
+    "im",
+    "rot",
+    "blau",
+    "strasse",
+    "park",
+    "wasser",
+    "ball",
+]
+
+
+def _pairs(n: int, offset: int) -> list[tuple[str, str]]:
+    out = []
+    for i in range(n):
+        idx = [(i * 7 + offset + k * 3) % len(WORDS) for k in range(3 + i % 4)]
+        out.append((" ".join(WORDS[j] for j in idx) + ".", " ".join(DE[j] for j in idx) + "."))
+    return out
+
+
+@pytest.fixture(scope="module")
+def raw(tmp_path_factory):
+    root = tmp_path_factory.mktemp("m30k")
+    write_raw(
+        root, {"train": _pairs(160, 0), "val": _pairs(12, 1), "test_2016_flickr": _pairs(12, 2)}
+    )
+    return root
+
+
+def _table3(out, raw, *extra):
+    argv = ["table3", "--rows", "E", "--steps", "3", "--seeds", "2", "--base-seeds", "2"]
+    return aiayn([*argv, "--out", str(out), "--multi30k-dir", str(raw), *extra])
+
+
+@pytest.mark.slow
+def test_table3_runs_resumes_after_an_interruption_and_never_redoes_a_run(
+    tmp_path, raw, monkeypatch, capsys
+) -> None:
+    import aiayn.cli.table3 as verb
+
+    scored = []
+    real_score = verb._score
+
+    def score(run, *args, **kwargs):
+        if len(scored) == 2:  # the third run: trained, then interrupted while it is scored
+            raise KeyboardInterrupt
+        scored.append(run.name)
+        return real_score(run, *args, **kwargs)
+
+    monkeypatch.setattr(verb, "_score", score)
+    out = tmp_path / "t3"
+    assert _table3(out, raw) == 130
+    assert capsys.readouterr().err.strip().splitlines()[-1] == "aiayn table3: interrupted"
+    assert [r["run"] for r in read_results(out)] == ["base-s1", "base-s2"]
+    interrupted = out / "runs" / "E-learned-s1" / "config.json"
+    assert interrupted.is_file()  # trained before the interruption
+    stamp = interrupted.stat().st_mtime_ns
+    monkeypatch.setattr(verb, "_score", real_score)
+    trained = []
+    real_train = verb._train
+    monkeypatch.setattr(
+        verb, "_train", lambda run, *a: trained.append(run.name) or real_train(run, *a)
+    )
+    assert _table3(out, raw) == 0
+    text = capsys.readouterr().out
+    assert "[1/4] base-s1: done before, kept" in text
+    assert "[2/4] base-s2: done before, kept" in text
+    assert trained == ["E-learned-s1", "E-learned-s2"]  # the finished runs were not trained again
+    assert interrupted.stat().st_mtime_ns == stamp  # the interrupted run kept its training
+    records = read_results(out)
+    assert [r["run"] for r in records] == ["base-s1", "base-s2", "E-learned-s1", "E-learned-s2"]
+    for r in records:
+        assert r["steps"] == 3
+        assert r["corpus"] == "multi30k"
+        assert r["matmul_peak_gflops"] > 0
+        assert r["dev_ppl"] > 1
+        assert 0 <= r["dev_bleu"] <= 100
+        assert r["params"] > 0
+        assert r["train_flops"] > 0
+        assert r["commit"]
+        assert r["model"]["d_model"] == 128
+        hyps = (out / r["hyps"]).read_text().split("\n")[:-1]  # not splitlines: U+2028 may occur
+        refs = (out / r["refs"]).read_text().split("\n")[:-1]
+        assert len(hyps) == len(refs) > 5  # one translation a dev sentence
+    learned = [r for r in records if r["name"] == "E-learned"]
+    assert all(r["model"]["positions"] == "learned" for r in learned)
+    md = (out / "report.md").read_text()
+    assert "| E | paper |" in md
+    assert "| E-learned | ours (2 seeds) |" in md
+    assert "learned positional embeddings are about as good as sinusoids" in md
+    assert (out / "plots" / "table3-E.png").stat().st_size > 1000
+    assert "| paper base (Table 2) | 100,000 | 3.3e+18 | 1 |" in md
+    # The same directory with another budget: one line, nothing run
+    assert _table3(out, raw, "--steps", "4") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert "steps 3 there, 4 now" in err[0]
+    assert len(read_results(out)) == 4
+    # --report-only rebuilds the report from the results alone
+    (out / "report.md").unlink()
+    assert aiayn(["table3", "--report-only", "--out", str(out)]) == 0
+    assert (out / "report.md").read_text() == md
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--rows", "A,F"], "give row groups of Table 3 separated by commas, from A, B, C, D, E"),
+        (["--steps", "0"], "--steps"),
+        (["--seeds", "x"], "--seeds"),
+        (["--report-only", "--out", "/nonexistent/t3"], "no results yet"),
+    ],
+)
+def test_bad_flags_get_one_line(argv, message, capsys) -> None:
+    assert aiayn(["table3", *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert message in err[0]
+    assert err[0].startswith("aiayn table3: error:")
+
+
+def test_help_says_what_it_runs_and_how_long(capsys) -> None:
+    assert aiayn(["table3", "--help"]) == 0
+    text = capsys.readouterr().out
+    assert "Table 3" in text
+    assert "39 runs" in text
+    assert "hours" in text
