@@ -30,6 +30,8 @@ from aiayn.errors import UserError
 Positions = Literal["sinusoidal", "sinusoidal-concat", "learned"]
 Kernels = Literal["fast", "plain"]
 LengthPenalty = Literal["gnmt", "fairseq", "none"]
+Activation = Literal["relu", "silu"]
+DecoderStart = Literal["bos", "pad"]
 
 
 def _check(cond: bool, name: str, message: str) -> None:
@@ -63,6 +65,10 @@ class ModelConfig:
     layer_norm_eps: float = 1e-5  # not given in the paper; PyTorch's default
     pad_id: int = 0  # the padding token of the shared vocabulary
     kernels: Kernels = "fast"  # aiayn.kernels (speed only, proven equal); "plain": plain PyTorch
+    # Marian / OPUS-MT (docs/huggingface.md); each an EXTENSION, off by default:
+    activation: Activation = "relu"  # EXTENSION: "silu" (swish) in the FFN; Eq. (2) is ReLU
+    logits_bias: bool = False  # EXTENSION: logits Z_D E^T + b, b (V,) (Marian's final_logits_bias)
+    decoder_start: DecoderStart = "bos"  # EXTENSION: "pad": position 0 reads PAD's row (Marian)
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "d_model", "n_heads", "d_ff", "n_layers", "max_positions"):
@@ -97,6 +103,16 @@ class ModelConfig:
             self.kernels in ("fast", "plain"),
             "kernels",
             f"must be fast or plain, got {self.kernels!r}",
+        )
+        _check(
+            self.activation in ("relu", "silu"),
+            "activation",
+            f"must be relu or silu, got {self.activation!r}",
+        )
+        _check(
+            self.decoder_start in ("bos", "pad"),
+            "decoder_start",
+            f"must be bos or pad, got {self.decoder_start!r}",
         )
         _check(self.layer_norm_eps > 0, "layer_norm_eps", f"must be > 0, got {self.layer_norm_eps}")
         _check(

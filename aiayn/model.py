@@ -73,13 +73,15 @@ def feed_forward(
     b_2: Tensor,
     record: Record | None = None,
     drop: Callable[[Tensor], Tensor] | None = None,
+    act: Callable[[Tensor], Tensor] = F.relu,
 ) -> Tensor:
     """FFN(x) = max(0, x W_1 + b_1) W_2 + b_2.  Section 3.3, Eq. (2).
 
     ``drop`` (EXTENSION, off by default) is dropout after the ReLU; ``record`` keeps the hidden
-    layer. Shapes: x (B, L, D), w_1 (D, F), w_2 (F, D) -> (B, L, D).
+    layer; ``act`` replaces max(0, .) (EXTENSION: F.silu for Marian, off by default).
+    Shapes: x (B, L, D), w_1 (D, F), w_2 (F, D) -> (B, L, D).
     """
-    hidden = F.relu(F.linear(x, w_1.t(), b_1))  # (B, L, F)
+    hidden = act(F.linear(x, w_1.t(), b_1))  # (B, L, F)
     if record is not None:
         record["hidden"] = hidden
     if drop is not None:
@@ -136,13 +138,17 @@ class FeedForward(nn.Module):
     Weights in the paper's orientation: w_1 (D, F), w_2 (F, D); separate per layer.
     """
 
-    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0, ops: Ops = PLAIN) -> None:
+    def __init__(
+        self, d_model: int, d_ff: int, dropout: float = 0.0, ops: Ops = PLAIN, act: str = "relu"
+    ) -> None:
         super().__init__()
         self.w_1 = nn.Parameter(torch.empty(d_model, d_ff))  # (D, F)
         self.b_1 = nn.Parameter(torch.zeros(d_ff))  # (F,)
         self.w_2 = nn.Parameter(torch.empty(d_ff, d_model))  # (F, D)
         self.b_2 = nn.Parameter(torch.zeros(d_model))  # (D,)
         self.dropout, self.ops = dropout, ops
+        # EXTENSION: swish, x sigmoid(x), in place of the ReLU (Marian's FFN); off by default.
+        self.act = F.silu if act == "silu" else None  # None: Eq. (2)'s ReLU
         nn.init.xavier_uniform_(self.w_1)
         nn.init.xavier_uniform_(self.w_2)
 
@@ -150,6 +156,8 @@ class FeedForward(nn.Module):
         """Shapes: (B, L, D) -> (B, L, D)."""
         weights = (self.w_1, self.b_1, self.w_2, self.b_2)
         p = self.dropout if self.training else 0.0
+        if self.act is not None:  # the kernels compute the ReLU FFN only
+            return feed_forward(x, *weights, record, lambda h: self.ops.dropout(h, p), self.act)
         if record is None and p == 0.0:
             return self.ops.feed_forward(x, *weights)  # (B, L, D)
         # EXTENSION: dropout after the ReLU (tensor2tensor's relu_dropout); off by default.
@@ -197,7 +205,7 @@ class EncoderLayer(nn.Module):
     def __init__(self, cfg: ModelConfig, ops: Ops = PLAIN) -> None:
         super().__init__()
         self.self_attn = _attention(cfg, ops)
-        self.ffn = FeedForward(cfg.d_model, cfg.d_ff, cfg.ffn_dropout, ops)
+        self.ffn = FeedForward(cfg.d_model, cfg.d_ff, cfg.ffn_dropout, ops, cfg.activation)
         self.norm1 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
         self.norm2 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
         self.dropout, self.norm_first, self.ops = cfg.dropout, cfg.norm_first, ops
@@ -231,7 +239,7 @@ class DecoderLayer(nn.Module):
         super().__init__()
         self.self_attn = _attention(cfg, ops)
         self.cross_attn = _attention(cfg, ops)
-        self.ffn = FeedForward(cfg.d_model, cfg.d_ff, cfg.ffn_dropout, ops)
+        self.ffn = FeedForward(cfg.d_model, cfg.d_ff, cfg.ffn_dropout, ops, cfg.activation)
         self.norm1 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
         self.norm2 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
         self.norm3 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
@@ -317,6 +325,9 @@ class Transformer(nn.Module):
             # Table 3 row E: learned positional embedding (an option; sinusoids are the default).
             self.learned_positions = nn.Parameter(torch.empty(cfg.max_positions, cfg.d_model))
             nn.init.normal_(self.learned_positions, std=cfg.d_model**-0.5)
+        if cfg.logits_bias:
+            # EXTENSION: a bias on the logits (Marian's final_logits_bias); off by default.
+            self.logits_bias = nn.Parameter(torch.zeros(cfg.vocab_size))  # (V,)
         self.ops = ops = kernel_ops(cfg.kernels)
         self.encoder = nn.ModuleList(EncoderLayer(cfg, ops) for _ in range(cfg.n_layers))
         self.decoder = nn.ModuleList(DecoderLayer(cfg, ops) for _ in range(cfg.decoder_layers))
@@ -385,6 +396,9 @@ class Transformer(nn.Module):
         Shapes: tgt_in (B, T), memory (B, S, D) -> Z_D (B, T, D).
         """
         offset = state.length if state is not None else 0
+        if self.config.decoder_start == "pad" and offset == 0:
+            # EXTENSION: Marian starts decoding with PAD: position 0 (BOS) reads PAD's row.
+            tgt_in = F.pad(tgt_in[:, 1:], (1, 0), value=self.config.pad_id)  # (B, T)
         y = self.embed(tgt_in, offset)  # (B, T, D): X_D
         records = _layer_records(record, "X_D", y, "decoder", len(self.decoder))
         caches = state.layers if state is not None else [None] * len(self.decoder)
@@ -401,6 +415,8 @@ class Transformer(nn.Module):
 
         Shapes: (B, T, D) -> (B, T, V).
         """
+        if self.config.logits_bias:
+            return F.linear(z, self.embedding, self.logits_bias)  # (B, T, V): EXTENSION, + b
         return F.linear(z, self.embedding)  # (B, T, V)
 
     def forward(
@@ -422,6 +438,8 @@ class Transformer(nn.Module):
         z = self.decode(tgt_in, memory, src_keep)  # (B, T, D)
         if target is None:
             return self.logits(z)  # (B, T, V)
+        if self.config.logits_bias:  # the fused kernel has no bias: the plain loss of the logits
+            return label_smoothed_loss(self.logits(z), target, label_smoothing, self.config.pad_id)
         return self.ops.output_loss(z, self.embedding, target, label_smoothing, self.config.pad_id)
 
     # Incremental decoding (section 6.1) -------------------------------------------------

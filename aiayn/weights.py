@@ -163,6 +163,9 @@ ARCHITECTURE_FIELDS = (
     "max_positions",
     "attn_bias",
     "pad_id",
+    "activation",
+    "logits_bias",
+    "decoder_start",
 )
 
 

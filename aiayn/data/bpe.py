@@ -98,9 +98,17 @@ class Tokenizer:
 
     @classmethod
     def from_str(cls, s: str) -> Tokenizer:
-        """The tokenizer serialised by ``to_str`` (the ``tokenizers`` JSON format)."""
+        """The tokenizer serialised by ``to_str`` (the ``tokenizers`` JSON format).
+
+        A SentencePiece pair's JSON (an imported Marian model's, ``aiayn.data.spm``) gives that
+        tokenizer instead: it has the same interface.
+        """
         from tokenizers import Tokenizer as _Tok
 
+        from aiayn.data import spm
+
+        if spm.is_pair(s):
+            return spm.SentencePiecePair.from_str(s)  # type: ignore[return-value]
         try:
             return cls(_Tok.from_str(s))
         except Exception as e:  # tokenizers raises its own exception type

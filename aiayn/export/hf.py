@@ -1,0 +1,500 @@
+"""Hugging Face Transformers both ways: an aiayn model as a MarianMT checkpoint, and back.
+
+Marian (``transformers.MarianMTModel``, the OPUS-MT translators) is the paper's post-LN
+encoder-decoder with sinusoidal positions, embeddings scaled by sqrt(d_model) and the output
+layer tied to the shared embedding (sections 3.1, 3.4, 3.5), so one conversion serves both
+directions. What differs is written out in docs/huggingface.md:
+
+- Positions (3.5). aiayn's table is the paper's, interleaved: PE[2i] = sin(w_i pos),
+  PE[2i+1] = cos(w_i pos), w_i = 10000^(-2i/d_model). Marian's has the same frequencies but
+  puts all sines first: PE_hf[i] = sin(w_i pos), PE_hf[d/2 + i] = cos(w_i pos). So
+  PE_hf = PE[:, pi] with pi = (0, 2, 4, ..., d-2, 1, 3, ..., d-1). Relabelling the d_model
+  coordinates of the residual stream by pi changes nothing else: every weight that reads the
+  stream has its input rows permuted, every weight that writes it its output columns, and
+  LayerNorm, being per-coordinate after the mean and variance (which a permutation keeps),
+  permutes with its gain and bias. The two networks are then equal, not just close.
+- Marian always has biases on W^Q, W^K, W^V, W^O (aiayn's ``attn_bias``: zeros on export),
+  a final logits bias (``logits_bias``), swish in the FFN for OPUS-MT (``activation="silu"``),
+  and starts decoding with the pad token (``decoder_start="pad"``): named EXTENSIONs of
+  ``ModelConfig``, off by default.
+- Vocabulary. aiayn's ids 0-3 are PAD, BOS, EOS, UNK; Marian's specials sit anywhere (OPUS-MT:
+  EOS 0, UNK 1, PAD last) and it has no BOS. The importer reorders the vocabulary so that
+  Marian's PAD, EOS and UNK become 0, 2, 3, and adds a BOS row (1) that is never read (the
+  decoder starts with PAD) and never predicted (its logit bias is -1e9: probability exactly 0
+  in float32). Exports keep aiayn's ids and start decoding with BOS.
+
+What cannot be represented exactly is refused in one line naming the setting
+(``check_exportable_hf``, ``check_importable``). Transformers and SentencePiece are optional:
+``pip install 'aiayn[hf]'``; they are imported inside the functions.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from aiayn.config import ModelConfig
+from aiayn.data.specials import BOS, EOS, PAD, SPECIAL_TOKENS, UNK
+from aiayn.errors import UserError
+
+INSTALL = "pip install 'aiayn[hf]'"
+NEVER = -1e9  # the logit bias of a token that is never predicted: exp(-1e9) is 0 in float32
+ORIGIN_KEY = "origin"  # checkpoint metadata: where an imported model came from
+ACTIVATIONS = {"relu": "relu", "silu": "swish"}  # aiayn's name -> Marian's
+MARIAN_ACTIVATIONS = {"relu": "relu", "swish": "silu", "silu": "silu"}
+HF_LAYER_NORM_EPS = 1e-5  # Marian's nn.LayerNorm(d_model) keeps PyTorch's default
+
+
+def require_hf() -> Any:
+    """``transformers`` (and sentencepiece), or a one-line UserError naming the install command."""
+    try:
+        import sentencepiece  # noqa: F401
+        import transformers
+    except ImportError:
+        raise UserError(f"transformers is not installed; install it with: {INSTALL}") from None
+    transformers.logging.set_verbosity_error()
+    return transformers
+
+
+def residual_permutation(d_model: int) -> Tensor:
+    """pi with x_hf = x[pi]: (0, 2, ..., d-2, 1, 3, ..., d-1).  Section 3.5, see the module doc.
+
+    >>> residual_permutation(6).tolist()
+    [0, 2, 4, 1, 3, 5]
+
+    Shapes: -> (D,).
+    """
+    return torch.cat([torch.arange(0, d_model, 2), torch.arange(1, d_model, 2)])  # (D,)
+
+
+# The layer names of both models ------------------------------------------------------------
+
+_ENC = {"self_attn": "self_attn", "norm1": "self_attn_layer_norm", "norm2": "final_layer_norm"}
+_DEC = {
+    "self_attn": "self_attn",
+    "cross_attn": "encoder_attn",
+    "norm1": "self_attn_layer_norm",
+    "norm2": "encoder_attn_layer_norm",
+    "norm3": "final_layer_norm",
+}
+
+
+def _layers(cfg: ModelConfig) -> list[tuple[str, str, dict[str, str]]]:
+    """(aiayn prefix, Marian prefix, sub-layer names) of every layer."""
+    out = [(f"encoder.{i}.", f"model.encoder.layers.{i}.", _ENC) for i in range(cfg.n_layers)]
+    out += [
+        (f"decoder.{i}.", f"model.decoder.layers.{i}.", _DEC) for i in range(cfg.decoder_layers)
+    ]
+    return out
+
+
+def to_marian_state(
+    state: dict[str, Tensor], cfg: ModelConfig, permute: bool = True
+) -> dict[str, Tensor]:
+    """Marian's state dict of an aiayn model: weights transposed to (out, in), d_model by pi.
+
+    ``permute=False`` skips the relabelling by pi (only for the tests that prove it needed).
+    """
+    D = cfg.d_model
+    pi = residual_permutation(D) if permute else torch.arange(D)  # (D,)
+
+    def p(x: Tensor, dim: int) -> Tensor:  # the residual-stream dimension relabelled
+        return x.index_select(dim, pi).contiguous()
+
+    out: dict[str, Tensor] = {}
+    E = p(state["embedding"], 1)  # (V, D)
+    out["model.shared.weight"] = E
+    out["model.encoder.embed_tokens.weight"] = E
+    out["model.decoder.embed_tokens.weight"] = E
+    out["lm_head.weight"] = E
+    bias = state.get("logits_bias", torch.zeros(cfg.vocab_size))  # (V,)
+    out["final_logits_bias"] = bias[None, :].clone()  # (1, V)
+    HK, HV = cfg.n_heads * cfg.head_dim, cfg.n_heads * cfg.value_dim
+    for a, m, names in _layers(cfg):
+        for ours, theirs in names.items():
+            if ours.startswith("norm"):
+                for w in ("weight", "bias"):
+                    out[f"{m}{theirs}.{w}"] = p(state[f"{a}{ours}.{w}"], 0)
+                continue
+            w_qkv = state[f"{a}{ours}.w_qkv"]  # (D, 3 H K)
+            b_qkv = state.get(f"{a}{ours}.b_qkv", torch.zeros(w_qkv.size(1)))  # (3 H K,)
+            for name, w, b in zip(
+                ("q", "k", "v"),
+                w_qkv.split([HK, HK, HV], 1),
+                b_qkv.split([HK, HK, HV]),
+                strict=True,
+            ):
+                out[f"{m}{theirs}.{name}_proj.weight"] = p(w, 0).t().contiguous()  # (H K, D)
+                out[f"{m}{theirs}.{name}_proj.bias"] = b.clone()
+            w_o = state[f"{a}{ours}.w_o"]  # (H K, D)
+            out[f"{m}{theirs}.out_proj.weight"] = p(w_o, 1).t().contiguous()  # (D, H K)
+            out[f"{m}{theirs}.out_proj.bias"] = p(state.get(f"{a}{ours}.b_o", torch.zeros(D)), 0)
+        out[f"{m}fc1.weight"] = p(state[f"{a}ffn.w_1"], 0).t().contiguous()  # (F, D)
+        out[f"{m}fc1.bias"] = state[f"{a}ffn.b_1"].clone()
+        out[f"{m}fc2.weight"] = p(state[f"{a}ffn.w_2"], 1).t().contiguous()  # (D, F)
+        out[f"{m}fc2.bias"] = p(state[f"{a}ffn.b_2"], 0)
+    return out
+
+
+def from_marian_state(
+    marian: dict[str, Tensor], cfg: ModelConfig, order: list[int]
+) -> dict[str, Tensor]:
+    """aiayn's state dict of a Marian model: the inverse of ``to_marian_state``.
+
+    ``order[a]`` is the Marian id of aiayn's id a, or -1 for a row Marian lacks (BOS): its
+    embedding is zero and its logit bias ``NEVER``.
+    """
+    D = cfg.d_model
+    inv = torch.argsort(residual_permutation(D))  # (D,): x = x_hf[inv]
+
+    def u(x: Tensor, dim: int) -> Tensor:  # back to aiayn's interleaved layout
+        return x.index_select(dim, inv).contiguous()
+
+    rows = torch.tensor([max(i, 0) for i in order])  # (V,)
+    new = torch.tensor([i < 0 for i in order])  # (V,)
+    E = u(marian["model.shared.weight"], 1).index_select(0, rows)  # (V, D)
+    E[new] = 0.0
+    bias = marian["final_logits_bias"].reshape(-1).index_select(0, rows).clone()  # (V,)
+    bias[new] = NEVER
+    state: dict[str, Tensor] = {"embedding": E, "logits_bias": bias}
+    for a, m, names in _layers(cfg):
+        for ours, theirs in names.items():
+            if ours.startswith("norm"):
+                for w in ("weight", "bias"):
+                    state[f"{a}{ours}.{w}"] = u(marian[f"{m}{theirs}.{w}"], 0)
+                continue
+            ws = [u(marian[f"{m}{theirs}.{n}_proj.weight"].t(), 0) for n in "qkv"]  # (D, H K)
+            state[f"{a}{ours}.w_qkv"] = torch.cat(ws, dim=1)  # (D, 3 H K)
+            state[f"{a}{ours}.b_qkv"] = torch.cat(
+                [marian[f"{m}{theirs}.{n}_proj.bias"] for n in "qkv"]
+            )
+            state[f"{a}{ours}.w_o"] = u(marian[f"{m}{theirs}.out_proj.weight"].t(), 1)  # (H K, D)
+            state[f"{a}{ours}.b_o"] = u(marian[f"{m}{theirs}.out_proj.bias"], 0)
+        state[f"{a}ffn.w_1"] = u(marian[f"{m}fc1.weight"].t(), 0)  # (D, F)
+        state[f"{a}ffn.b_1"] = marian[f"{m}fc1.bias"].clone()
+        state[f"{a}ffn.w_2"] = u(marian[f"{m}fc2.weight"].t(), 1)  # (F, D)
+        state[f"{a}ffn.b_2"] = u(marian[f"{m}fc2.bias"], 0)
+    return state
+
+
+# Export: aiayn -> Marian ---------------------------------------------------------------------
+
+
+def check_exportable_hf(cfg: ModelConfig) -> None:
+    """A one-line UserError naming the first setting Marian cannot represent exactly."""
+    if cfg.norm_first:
+        raise UserError("norm_first=True (pre-LN): Marian is post-LN; cannot export to hf")
+    if cfg.positions != "sinusoidal":
+        raise UserError(
+            f"positions={cfg.positions!r}: Marian has only the sinusoids of section 3.5; "
+            "cannot export to hf"
+        )
+    if cfg.head_dim * cfg.n_heads != cfg.d_model or cfg.value_dim != cfg.head_dim:
+        raise UserError(
+            f"d_k={cfg.head_dim}, d_v={cfg.value_dim}: Marian's heads have d_model / h = "
+            f"{cfg.d_model // cfg.n_heads} dimensions; cannot export to hf"
+        )
+    if cfg.layer_norm_eps != HF_LAYER_NORM_EPS:
+        raise UserError(
+            f"layer_norm_eps={cfg.layer_norm_eps}: Marian's LayerNorm has eps 1e-05; "
+            "cannot export to hf"
+        )
+
+
+def marian_config(cfg: ModelConfig) -> dict[str, Any]:
+    """The MarianConfig fields of an aiayn model (ids: aiayn's, decoding starts with BOS)."""
+    start = PAD if cfg.decoder_start == "pad" else BOS
+    return {
+        "vocab_size": cfg.vocab_size,
+        "decoder_vocab_size": cfg.vocab_size,
+        "d_model": cfg.d_model,
+        "encoder_layers": cfg.n_layers,
+        "decoder_layers": cfg.decoder_layers,
+        "encoder_attention_heads": cfg.n_heads,
+        "decoder_attention_heads": cfg.n_heads,
+        "encoder_ffn_dim": cfg.d_ff,
+        "decoder_ffn_dim": cfg.d_ff,
+        "activation_function": ACTIVATIONS[cfg.activation],
+        "dropout": cfg.dropout,
+        "attention_dropout": cfg.attn_dropout,
+        "activation_dropout": cfg.ffn_dropout,
+        "max_position_embeddings": 1024,
+        "scale_embedding": True,  # 3.4: E[ids] * sqrt(d_model)
+        "share_encoder_decoder_embeddings": True,  # 3.4: one matrix
+        "tie_word_embeddings": True,
+        "pad_token_id": PAD,
+        "bos_token_id": BOS,
+        "eos_token_id": EOS,
+        "forced_eos_token_id": EOS,
+        "decoder_start_token_id": start,
+    }
+
+
+def generation_settings(cfg: ModelConfig) -> dict[str, Any]:
+    """generate()'s defaults for an export: aiayn's bans, beam 4, |Y|^0.6 (see the docs)."""
+    return {
+        "decoder_start_token_id": PAD if cfg.decoder_start == "pad" else BOS,
+        "bos_token_id": BOS,
+        "eos_token_id": EOS,
+        "pad_token_id": PAD,
+        "forced_eos_token_id": EOS,
+        "bad_words_ids": [[PAD], [BOS]],  # aiayn never produces PAD or BOS (aiayn.decode)
+        "num_beams": 4,  # 6.1
+        "length_penalty": 0.6,  # 6.1's alpha, but as |Y|^alpha: HF has no GNMT penalty
+        "max_length": 512,
+    }
+
+
+def hf_model(cfg: ModelConfig, state: dict[str, Tensor], permute: bool = True) -> Any:
+    """A ``transformers.MarianMTModel`` equal to the aiayn model (state, cfg), in eval mode."""
+    tf = require_hf()
+    model = tf.MarianMTModel(tf.MarianConfig(**marian_config(cfg)))
+    ours = to_marian_state(state, cfg, permute)
+    theirs = model.state_dict()
+    missing = sorted(k for k in theirs if k not in ours and "embed_positions" not in k)
+    if missing:
+        raise RuntimeError(f"hf export: no value for {missing[0]}")
+    model.load_state_dict(ours, strict=False)
+    return model.eval()
+
+
+def hf_tokenizer(tokenizer: Any) -> Any:
+    """The Transformers tokenizer of an aiayn tokenizer: EOS appended, specials mapped."""
+    tf = require_hf()
+    from aiayn.data.spm import SentencePiecePair
+
+    if isinstance(tokenizer, SentencePiecePair):
+        raise UserError(
+            "the checkpoint's tokenizer is a SentencePiece pair (an imported Marian model); "
+            "export to hf supports aiayn's BPE tokenizer only"
+        )
+    from tokenizers import Tokenizer as _Tok
+    from tokenizers import processors
+
+    backend = _Tok.from_str(tokenizer.to_str())
+    eos = SPECIAL_TOKENS[EOS]
+    # 5.1 / 3.2.3: every source ends with EOS, as in training.
+    backend.post_processor = processors.TemplateProcessing(
+        single=f"$A {eos}", pair=f"$A $B {eos}", special_tokens=[(eos, EOS)]
+    )
+    return tf.PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        pad_token=SPECIAL_TOKENS[PAD],
+        bos_token=SPECIAL_TOKENS[BOS],
+        eos_token=eos,
+        unk_token=SPECIAL_TOKENS[UNK],
+        clean_up_tokenization_spaces=False,  # byte-level BPE decodes to the exact text
+        model_max_length=1024,
+    )
+
+
+def export_hf(
+    model: Any, tokenizer: Any, out: Path, meta: dict[str, str] | None = None, permute: bool = True
+) -> None:
+    """Write a directory that ``MarianMTModel.from_pretrained`` and ``AutoTokenizer`` load.
+
+    config.json, model.safetensors, generation_config.json, tokenizer.json and its config,
+    and aiayn_export.json (the aiayn config, for the record). ``permute`` only for tests.
+    """
+    from aiayn.config import to_dict
+
+    cfg = model.config
+    check_exportable_hf(cfg)
+    tf = require_hf()
+    state = {k: v.detach().cpu().float() for k, v in model.state_dict().items()}
+    hf = hf_model(cfg, state, permute)
+    hf.generation_config = tf.GenerationConfig(**generation_settings(cfg))
+    out.mkdir(parents=True, exist_ok=True)
+    hf.save_pretrained(str(out), safe_serialization=True)
+    hf_tokenizer(tokenizer).save_pretrained(str(out))
+    data = {"format": "hf", "model_config": to_dict(cfg), **(meta or {})}
+    (out / "aiayn_export.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+
+
+# Import: Marian -> aiayn ---------------------------------------------------------------------
+
+
+def check_importable(config: dict[str, Any], where: str) -> None:
+    """A one-line UserError naming the first Marian setting aiayn cannot represent exactly.
+
+    ``config`` is config.json as a dict (older files carry BART's switches, checked too).
+    """
+
+    def refuse(setting: str, why: str) -> None:
+        raise UserError(f"{where}: {setting}: {why}; aiayn cannot represent it exactly")
+
+    kind = config.get("model_type")
+    if kind != "marian":
+        refuse(f"model_type={kind!r}", "only Marian (MarianMTModel) checkpoints convert")
+    if config.get("normalize_before", False):
+        refuse("normalize_before=True", "pre-LN (aiayn converts the post-LN of section 3.1)")
+    if config.get("add_final_layer_norm", False):
+        refuse("add_final_layer_norm=True", "a final LayerNorm belongs to pre-LN")
+    if config.get("normalize_embedding", False):
+        refuse("normalize_embedding=True", "a LayerNorm on the embeddings is not in 3.4")
+    if not config.get("static_position_embeddings", True):
+        refuse("static_position_embeddings=False", "learned positions beyond the sinusoids")
+    if not config.get("scale_embedding", False):
+        refuse("scale_embedding=False", "3.4 multiplies the embeddings by sqrt(d_model)")
+    if not config.get("share_encoder_decoder_embeddings", True):
+        refuse("share_encoder_decoder_embeddings=False", "3.4 shares one embedding matrix")
+    v, dv = config.get("vocab_size"), config.get("decoder_vocab_size") or config.get("vocab_size")
+    if dv != v:
+        refuse(f"decoder_vocab_size={dv}", f"differs from vocab_size={v}")
+    act = config.get("activation_function", "gelu")
+    if act not in MARIAN_ACTIVATIONS:
+        refuse(f"activation_function={act!r}", "aiayn's FFN has relu or swish (silu)")
+    for a, b in (
+        ("encoder_attention_heads", "decoder_attention_heads"),
+        ("encoder_ffn_dim", "decoder_ffn_dim"),
+    ):
+        if config.get(a) != config.get(b):
+            refuse(f"{b}={config.get(b)}", f"differs from {a}={config.get(a)}")
+    d, h = int(config.get("d_model", 0)), int(config.get("encoder_attention_heads", 1))
+    if d % 2 or d % h:
+        refuse(f"d_model={d}", f"must be even and divisible by the {h} heads")
+
+
+def _read_config(d: Path) -> dict[str, Any]:
+    f = d / "config.json"
+    try:
+        return json.loads(f.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError(f"{d}: no config.json; not a Hugging Face model directory") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise UserError(f"{f}: unreadable ({e})") from None
+
+
+def locate(name_or_dir: str) -> Path:
+    """The local directory of a model: the path itself, or the Hub's download (where reachable)."""
+    p = Path(name_or_dir)
+    if p.is_dir():
+        return p
+    if p.exists() or name_or_dir.count("/") != 1:
+        raise UserError(f"{name_or_dir}: not a model directory or a Hub name (OWNER/NAME)")
+    require_hf()
+    from huggingface_hub import snapshot_download
+
+    patterns = ["*.json", "*.spm", "*.safetensors", "*.model"]
+    try:
+        return Path(snapshot_download(name_or_dir, allow_patterns=patterns))
+    except Exception as e:  # no network, no such repository: the Hub's own message
+        first = " ".join(str(e).split())[:200]
+        raise UserError(
+            f"{name_or_dir}: cannot download from the Hugging Face Hub ({first})"
+        ) from None
+
+
+def _vocab(d: Path, config: dict[str, Any]) -> tuple[dict[str, int], Callable[..., Any]]:
+    """Marian's vocabulary (piece -> id) and a builder of the aiayn tokenizer over pieces."""
+    from aiayn.data.spm import SentencePiecePair
+
+    if (d / "source.spm").is_file() and (d / "vocab.json").is_file():
+        vocab = json.loads((d / "vocab.json").read_text(encoding="utf-8"))
+        if (d / "target_vocab.json").is_file():
+            raise UserError(f"{d}: separate source and target vocabularies; 3.4 shares one")
+        source = (d / "source.spm").read_bytes()
+        target = (d / "target.spm").read_bytes() if (d / "target.spm").is_file() else source
+
+        def pair(pieces: list[str]) -> Any:
+            return SentencePiecePair(source, target, pieces)
+
+        return vocab, pair
+    if (d / "tokenizer.json").is_file():  # an aiayn export: its own BPE
+        from aiayn.data import Tokenizer
+
+        text = (d / "tokenizer.json").read_text(encoding="utf-8")
+        data = json.loads(text)
+        data["post_processor"] = None
+        vocab = dict(data["model"]["vocab"])
+        vocab.update({t["content"]: t["id"] for t in data.get("added_tokens", [])})
+
+        def bpe(pieces: list[str]) -> Any:
+            if pieces[: len(SPECIAL_TOKENS)] != list(SPECIAL_TOKENS) or any(
+                vocab.get(p) != i for i, p in enumerate(pieces)
+            ):
+                raise UserError(f"{d}/tokenizer.json: its ids are not aiayn's (0-3 specials)")
+            return Tokenizer.from_str(json.dumps(data))
+
+        return vocab, bpe
+    raise UserError(f"{d}: no tokenizer (source.spm and vocab.json, or tokenizer.json)")
+
+
+def vocabulary_order(vocab: dict[str, int], config: dict[str, Any], where: str) -> list[int]:
+    """``order[a]``: the Marian id of aiayn id a (-1: BOS, which Marian lacks).
+
+    aiayn's ids 0-3 are PAD, BOS, EOS, UNK; the other Marian ids follow in their order.
+    """
+    size = int(config["vocab_size"])
+    pad, eos = config.get("pad_token_id"), config.get("eos_token_id")
+    if isinstance(eos, list):
+        eos = eos[0] if len(eos) == 1 else None
+    start = config.get("decoder_start_token_id", pad)
+    unk = vocab.get(SPECIAL_TOKENS[UNK])
+    for name, i in (("pad_token_id", pad), ("eos_token_id", eos), ("<unk>", unk)):
+        if not isinstance(i, int) or not 0 <= i < size:
+            raise UserError(f"{where}: {name}={i!r} is not an id of the {size}-token vocabulary")
+    bos = -1 if start == pad else start
+    specials = [pad, bos, eos, unk]
+    if len({i for i in specials if i >= 0}) != sum(i >= 0 for i in specials):
+        raise UserError(f"{where}: pad, start, eos and unk must be four different ids")
+    taken = set(specials)
+    return specials + [i for i in range(size) if i not in taken]
+
+
+def import_marian(name_or_dir: str) -> tuple[dict[str, Tensor], ModelConfig, Any, dict[str, str]]:
+    """(aiayn state dict, config, tokenizer, metadata) of a Marian model.  See the module doc."""
+    d = locate(name_or_dir)
+    config = _read_config(d)
+    check_importable(config, str(d))
+    vocab, make_tokenizer = _vocab(d, config)
+    order = vocabulary_order(vocab, config, str(d))
+    tf = require_hf()
+    try:
+        hf = tf.MarianMTModel.from_pretrained(str(d), use_safetensors=None)
+    except (OSError, ValueError) as e:
+        first = " ".join(str(e).split())[:200]
+        raise UserError(f"{d}: cannot load the Marian weights ({first})") from None
+    marian = {k: v.detach().float().cpu() for k, v in hf.state_dict().items()}
+    if not torch.equal(marian["lm_head.weight"], marian["model.shared.weight"]):
+        raise UserError(f"{d}: lm_head differs from the shared embedding; 3.4 ties them")
+    decoder_start = "pad" if order[BOS] < 0 else "bos"
+    d_model, heads = int(config["d_model"]), int(config["encoder_attention_heads"])
+    cfg = ModelConfig(
+        vocab_size=len(order),
+        d_model=d_model,
+        n_heads=heads,
+        d_ff=int(config["encoder_ffn_dim"]),
+        n_layers=int(config["encoder_layers"]),
+        n_dec_layers=(
+            int(config["decoder_layers"])
+            if config["decoder_layers"] != config["encoder_layers"]
+            else None
+        ),
+        dropout=float(config.get("dropout", 0.1)),
+        attn_dropout=float(config.get("attention_dropout", 0.0)),
+        ffn_dropout=float(config.get("activation_dropout", 0.0)),
+        attn_bias=True,
+        activation=MARIAN_ACTIVATIONS[config.get("activation_function", "gelu")],
+        logits_bias=True,
+        decoder_start=decoder_start,
+        pad_id=PAD,
+    )
+    state = from_marian_state(marian, cfg, order)
+    inverse = {i: p for p, i in vocab.items()}
+    pieces = [inverse.get(i, f"<id{i}>") if i >= 0 else "" for i in order]
+    pieces[: len(SPECIAL_TOKENS)] = SPECIAL_TOKENS
+    tokenizer = make_tokenizer(pieces)
+    label = name_or_dir if not Path(name_or_dir).is_dir() else Path(name_or_dir).resolve().name
+    meta = {ORIGIN_KEY: f"Hugging Face MarianMTModel {label} (aiayn import-hf)"}
+    return state, cfg, tokenizer, meta
+
+
+def marian_ids(order: list[int]) -> Callable[[list[int]], list[int]]:
+    """aiayn ids -> Marian ids of an imported model (for comparisons)."""
+    return lambda ids: [order[i] for i in ids]
