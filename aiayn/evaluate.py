@@ -199,7 +199,7 @@ def evaluate(translator: Any, sources: Sequence[str], references: Sequence[str])
     seconds = time.perf_counter() - t0
     hyps = [translator.tokenizer.decode(hs[0].tokens) if hs else "" for hs in nbest]
     report = score_texts(hyps, references)
-    ref_ids = translator.tokenizer.encode_batch(list(references))
+    ref_ids = translator.tokenizer.encode_target_batch(list(references))
     pairs = list(zip(src_ids, ref_ids, strict=True))
     engine_ppl = getattr(translator, "perplexity", None)  # an exported model scores itself
     ppl = engine_ppl(pairs) if engine_ppl is not None else perplexity(translator.model, pairs)

@@ -1,7 +1,8 @@
 """The command line: ``aiayn VERB [options]``.
 
 Every module of this package that defines ``add_arguments(parser)`` and ``run(args) -> int`` is
-a verb (``prepare``, ``train``, ``translate``, ...), its first docstring line the verb's help.
+a verb (``prepare``, ``train``, ``translate``, ...; ``import_hf`` is ``import-hf``), its first
+docstring line the verb's help.
 Verb modules import heavy dependencies inside ``run`` so that ``aiayn --help`` stays fast.
 Errors a user can cause end with one line on stderr and exit status 2 (a bad flag included:
 the parser prints one line, not its usage). Ctrl-C ends with one line and exit status 130: at
@@ -29,7 +30,7 @@ def _verbs() -> dict[str, ModuleType]:
             continue
         module = importlib.import_module(f"{__name__}.{info.name}")
         if hasattr(module, "add_arguments") and hasattr(module, "run"):
-            verbs[info.name] = module
+            verbs[info.name.replace("_", "-")] = module  # import_hf.py is `aiayn import-hf`
     return verbs
 
 

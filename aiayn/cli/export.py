@@ -1,7 +1,12 @@
-"""Export a trained model for an inference engine: CTranslate2 or ONNX Runtime (docs/serving.md).
+"""Export a trained model: CTranslate2, ONNX Runtime (docs/serving.md) or Hugging Face.
 
     aiayn export --checkpoint PATH --format ctranslate2 --out DIR [--quantization int8]
     aiayn export --checkpoint PATH --format onnx --out DIR
+    aiayn export --checkpoint PATH --format hf --out DIR      (docs/huggingface.md)
+
+`--format hf` writes a MarianMT directory for Hugging Face Transformers (pip install
+'aiayn[hf]'): `MarianMTModel.from_pretrained(DIR)`, `AutoTokenizer.from_pretrained(DIR)` and
+`pipeline("translation", model=DIR)` load it offline.
 
 The directory holds the model, the checkpoint's tokenizer and aiayn_export.json; run it with
 `aiayn translate --engine ctranslate2 --checkpoint DIR` (or `--engine onnx`), and score it with
@@ -22,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--checkpoint", required=True, metavar="PATH", help="model file, checkpoint or run dir"
     )
-    parser.add_argument("--format", required=True, choices=("ctranslate2", "onnx"))
+    parser.add_argument("--format", required=True, choices=("ctranslate2", "onnx", "hf"))
     parser.add_argument("--out", required=True, metavar="DIR", help="the export directory")
     parser.add_argument(
         "--quantization",
@@ -60,6 +65,8 @@ def run(args: argparse.Namespace) -> int:
                 f"--quantization: unknown type {args.quantization!r}; choose from "
                 f"{', '.join(QUANTIZATIONS)}"
             )
+    if args.format == "hf":
+        return _export_hf(args, out)
     path = resolve_checkpoint(args.checkpoint)
     translator = load_translator(path, tokenizer=args.tokenizer, device="cpu")
     model, tok = translator.model, translator.tokenizer
@@ -86,4 +93,22 @@ def run(args: argparse.Namespace) -> int:
     publish(out, args.force, write)
     print(f"aiayn export: wrote {out} ({args.format}); run it with: aiayn translate "
           f"--engine {args.format} --checkpoint {out}")  # fmt: skip
+    return 0
+
+
+def _export_hf(args: argparse.Namespace, out: Path) -> int:
+    from aiayn.export import publish
+    from aiayn.export.hf import check_exportable_hf, export_hf, require_hf
+    from aiayn.translator import load_translator, resolve_checkpoint
+
+    if args.quantization != "float32" or args.max_positions is not None:
+        raise UserError("--quantization and --max-positions apply to ctranslate2 and onnx only")
+    require_hf()
+    path = resolve_checkpoint(args.checkpoint)
+    translator = load_translator(path, tokenizer=args.tokenizer, device="cpu", kernels="plain")
+    model, tok = translator.model, translator.tokenizer
+    check_exportable_hf(model.config)
+    publish(out, args.force, lambda tmp: export_hf(model, tok, tmp, {"checkpoint": str(path)}))
+    print(f"aiayn export: wrote {out} (hf); load it with: "
+          f"transformers.MarianMTModel.from_pretrained({str(out)!r})")  # fmt: skip
     return 0

@@ -163,6 +163,14 @@ class Tokenizer:
         encs = encode(list(texts), add_special_tokens=False)
         return [e.ids for e in encs]
 
+    def encode_target(self, text: str) -> list[int]:
+        """The ids of a target text: ``encode``, the vocabulary being shared (5.1)."""
+        return self.encode(text)
+
+    def encode_target_batch(self, texts: Sequence[str]) -> list[list[int]]:
+        """``encode_batch`` of target texts (a SentencePiece pair has its own for them)."""
+        return self.encode_batch(texts)
+
     def decode(self, ids: Iterable[int]) -> str:
         """The text of ids; special tokens are skipped.  decode(encode(t)) == t."""
         return self._tok.decode([int(i) for i in ids], skip_special_tokens=True)

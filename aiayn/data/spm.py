@@ -111,10 +111,17 @@ class SentencePiecePair:
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
         return [self.encode(t) for t in texts]
 
+    def encode_target(self, text: str) -> list[int]:
+        """The ids of a target text (a reference), with the target model."""
+        return [self._ids.get(p, UNK) for p in self._tgt.encode(text, out_type=str)]
+
+    def encode_target_batch(self, texts: Sequence[str]) -> list[list[int]]:
+        return [self.encode_target(t) for t in texts]
+
     def decode(self, ids: Iterable[int]) -> str:
-        """The target text of ids; special tokens are skipped (UNK kept, as Marian does)."""
-        keep = [self.pieces[int(i)] for i in ids if 0 <= int(i) < len(self.pieces)]
-        keep = [p for p in keep if p not in SPECIAL_TOKENS[:3]]  # PAD, BOS, EOS
+        """The target text of ids; special tokens (UNK too) are skipped, as by Transformers."""
+        n = len(SPECIAL_TOKENS)
+        keep = [self.pieces[int(i)] for i in ids if n <= int(i) < len(self.pieces)]
         return self._tgt.decode_pieces(keep).replace(SPIECE_UNDERLINE, " ").strip()
 
     def decode_batch(self, batch: Iterable[Iterable[int]]) -> list[str]:

@@ -86,6 +86,13 @@ def find_run_dir(model_file: Path) -> Path | None:
     return None
 
 
+def _origin(path: Path) -> str:
+    """Where the model came from: its metadata's "origin" (aiayn import-hf), else aiayn."""
+    from aiayn.weights import read_metadata
+
+    return read_metadata(path).get("origin") or "trained with aiayn"
+
+
 def _round(t: Tensor) -> Any:
     return t.detach().double().cpu().round(decimals=DIGITS).tolist()
 
@@ -147,6 +154,7 @@ class Explorer:
         self.tokenizer = self.translator.tokenizer
         self.device = device
         self.run_dir = find_run_dir(self.path)
+        self.origin = _origin(self.path)
         self.checkpoints: dict[str, Path] = {}
         self.corpus, self.examples = "unknown", []
         if self.run_dir is not None:
@@ -163,6 +171,7 @@ class Explorer:
         return {
             "checkpoint": str(self.path.resolve()),
             "checkpoint_label": self._label(),
+            "origin": self.origin,  # which model this is: trained by aiayn, or imported
             "run": str(self.run_dir) if self.run_dir else None,
             "corpus": self.corpus,
             "corpus_description": CORPORA.get(self.corpus, self.corpus),
@@ -210,7 +219,8 @@ class Explorer:
     def _encode(self, text: str, what: str) -> list[int]:
         if len(text.encode("utf-8")) > MAX_BYTES:
             raise BadRequest(f"{what}: more than {MAX_BYTES} bytes", status=413)
-        ids = self.tokenizer.encode(text)
+        tok = self.tokenizer
+        ids = tok.encode_target(text) if what == "reference" else tok.encode(text)
         if len(ids) + 1 > MAX_TOKENS:
             raise BadRequest(f"{what}: {len(ids) + 1} tokens, more than {MAX_TOKENS}", status=413)
         return ids

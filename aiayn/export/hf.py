@@ -58,6 +58,7 @@ def require_hf() -> Any:
     except ImportError:
         raise UserError(f"transformers is not installed; install it with: {INSTALL}") from None
     transformers.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()
     return transformers
 
 

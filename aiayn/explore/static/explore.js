@@ -160,7 +160,7 @@ function renderInfo() {
   const corpus = (I18N[state.lang] && I18N[state.lang][key]) || info.corpus_description;
   $("model-info").textContent = `${t("trained-on")}: ${corpus} — ` +
     `${t("try-own")} ${t("model-line")}: d_model ${m.d_model}, h ${m.n_heads}, d_k ${m.d_k}, ` +
-    `N ${m.n_layers}, V ${m.vocab_size} · ${info.checkpoint_label}`;
+    `N ${m.n_layers}, V ${m.vocab_size} · ${info.checkpoint_label} (${info.origin})`;
 }
 
 function request(extra) {
