@@ -85,10 +85,19 @@ def check_exportable(cfg: ModelConfig, fmt: str) -> None:
     CTranslate2's TransformerSpec represents post-LN and pre-LN (with its final LayerNorm),
     attention biases, any positions given as a table, and d_k = d_v (its ``head_dim``); it has
     no d_v != d_k and one layer count per stack. The ONNX export runs aiayn's own layers, so it
-    takes every config; a learned table bounds the positions of both.
+    takes every config but PAD as the decoder's start; a learned table bounds the positions of
+    both. The Marian EXTENSIONs (activation, logits_bias, decoder_start) go to --format hf.
     """
     if fmt not in FORMATS:
         raise UserError(f"--format: unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
+    marian = {"activation": "relu", "logits_bias": False, "decoder_start": "bos"}  # EXTENSIONs
+    for name, plain in marian.items():
+        value = getattr(cfg, name)
+        if value != plain and (fmt == "ctranslate2" or name == "decoder_start"):
+            raise UserError(
+                f"{name}={value!r} (an imported Marian model's EXTENSION): not exported to "
+                f"{fmt}; export it with --format hf"
+            )
     if fmt == "ctranslate2" and cfg.head_dim != cfg.value_dim:
         raise UserError(
             f"d_v={cfg.value_dim} != d_k={cfg.head_dim}: CTranslate2's attention has one head "
