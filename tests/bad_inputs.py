@@ -473,6 +473,7 @@ HAND = [
             ("walkthrough",),
             ("plot", "{run}"),
             ("demo",),
+            ("import-hf", "--model", "{dir}", "--out", "{tmp}/m.safetensors"),
         )
     ),
     # prepare: every numeric flag, the sources' flags, files.

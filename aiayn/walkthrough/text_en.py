@@ -19,6 +19,9 @@ TEXT: dict[str, str] = {
         "largest difference found."
     ),
     "intro.settings": (
+        "The model shown: aiayn's Transformer, randomly initialised with these settings, not a "
+        "trained translator (a trained or imported one, such as OPUS-MT through aiayn "
+        "import-hf, opens in aiayn explore). "
         "Settings: d_model = {d}, h = {h} heads with d_k = d_v = d_model / h = {dk}, "
         "d_ff = {dff}, N = {n} encoder and {n} decoder layer(s), random seed {seed}, float64. "
         "Dropout is off: this is one deterministic pass (where dropout acts in training is "

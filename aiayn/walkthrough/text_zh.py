@@ -16,6 +16,8 @@ TEXT: dict[str, str] = {
         "报错停止；下面每一行 ✓ 就是一次这样的比较，后面写着找到的最大差值。"
     ),
     "intro.settings": (
+        "这里展示的模型：按下列设置随机初始化的 aiayn Transformer，不是训练好的翻译模型（训练好的或"
+        "导入的模型，例如经 aiayn import-hf 转换的 OPUS-MT，可在 aiayn explore 中打开）。"
         "设置：d_model = {d}，h = {h} 个头，d_k = d_v = d_model / h = {dk}，d_ff = {dff}，编码器"
         "和解码器各 N = {n} 层，随机种子 {seed}，float64。Dropout 关闭：这是一次确定的前向计算（"
         "训练时 dropout 作用在哪里，见第 3 步和最后一节）。矩阵保留 {dec} 位小数。和笔记、论文一"
