@@ -462,7 +462,6 @@ def test_import_hf_refuses_pre_ln_in_one_line(tmp_path, marian, capsys) -> None:
     assert len(err.splitlines()) == 1
 
 
-@pytest.mark.slow
 def test_import_hf_then_translate_evaluate_explore(tmp_path, marian, capsys) -> None:
     """aiayn import-hf, then translate, evaluate and the explorer's API on the imported model."""
     d, hf, tok, *_ = marian

@@ -381,14 +381,19 @@ def locate(name_or_dir: str) -> Path:
     require_hf()
     from huggingface_hub import snapshot_download
 
-    patterns = ["*.json", "*.spm", "*.safetensors", "*.model"]
     try:
-        return Path(snapshot_download(name_or_dir, allow_patterns=patterns))
+        d = Path(
+            snapshot_download(name_or_dir, allow_patterns=["*.json", "*.spm", "*.safetensors"])
+        )
+        if not any(d.glob("*.safetensors")):  # an older repository: Transformers loads its .bin
+            # with torch.load(weights_only=True): tensors only, never pickled code
+            d = Path(snapshot_download(name_or_dir, allow_patterns=["pytorch_model.bin"]))
     except Exception as e:  # no network, no such repository: the Hub's own message
         first = " ".join(str(e).split())[:200]
         raise UserError(
-            f"{name_or_dir}: cannot download from the Hugging Face Hub ({first})"
+            f"{name_or_dir}: not a local directory, and not downloadable from the Hub ({first})"
         ) from None
+    return d
 
 
 def _vocab(d: Path, config: dict[str, Any]) -> tuple[dict[str, int], Callable[..., Any]]:
