@@ -237,9 +237,12 @@ def train_spm(lines: list[str], size: int) -> bytes:
     return out.getvalue()
 
 
-def make_marian_dir(d: Path, seed: int = 0, **cfg_kw) -> Path:
-    """An OPUS-MT-like directory: random small MarianMTModel, a SentencePiece pair, vocab.json
-    (EOS 0, UNK 1, the pieces of both models, PAD last; decoding starts with PAD)."""
+def make_marian_dir(
+    d: Path, seed: int = 0, keep_bos: bool = False, steps: int | None = None, **cfg_kw
+) -> Path:
+    """An OPUS-MT-like directory: small MarianMTModel, a SentencePiece pair, vocab.json (EOS 0,
+    UNK 1, the pieces of both models, "<s>" among them only with keep_bos, PAD last; decoding
+    starts with PAD), trained for ``steps`` (default TRAIN_STEPS)."""
     en, de = number_texts()
     d.mkdir(parents=True, exist_ok=True)
     (d / "source.spm").write_bytes(train_spm(en, 50))
@@ -248,7 +251,7 @@ def make_marian_dir(d: Path, seed: int = 0, **cfg_kw) -> Path:
     for f in ("source.spm", "target.spm"):
         sp = spm.SentencePieceProcessor(model_proto=(d / f).read_bytes())
         pieces += [sp.id_to_piece(i) for i in range(sp.get_piece_size())]
-    pieces = [p for p in dict.fromkeys(pieces) if p != "<s>"] + ["<pad>"]
+    pieces = [p for p in dict.fromkeys(pieces) if keep_bos or p != "<s>"] + ["<pad>"]
     (d / "vocab.json").write_text(json.dumps({p: i for i, p in enumerate(pieces)}))
     pad = len(pieces) - 1
     kw = {
@@ -261,7 +264,7 @@ def make_marian_dir(d: Path, seed: int = 0, **cfg_kw) -> Path:
     torch.manual_seed(seed)
     model = tf.MarianMTModel(tf.MarianConfig(**kw))
     tok = tf.MarianTokenizer(str(d / "source.spm"), str(d / "target.spm"), str(d / "vocab.json"))
-    train_briefly(model, tok, en, de, TRAIN_STEPS)
+    train_briefly(model, tok, en, de, TRAIN_STEPS if steps is None else steps)
     with torch.no_grad():  # a buffer, not trained: random values to test its conversion
         model.final_logits_bias.add_(torch.randn_like(model.final_logits_bias) * 0.1)
     model.save_pretrained(str(d))
@@ -360,6 +363,26 @@ def test_import_perplexity_is_transformers_loss(marian) -> None:
         loss = hf(**batch).loss  # the mean NLL over the target tokens, EOS included
     assert ppl.tokens == int((batch["labels"] != -100).sum())
     assert abs(ppl.nll / ppl.tokens - float(loss)) < 1e-5
+
+
+def test_import_uses_marians_own_bos_row_where_it_has_one(tmp_path) -> None:
+    """A vocabulary with "<s>": it becomes aiayn's BOS, no row is added, every logit equal."""
+    d = make_marian_dir(tmp_path / "with-bos", keep_bos=True, steps=0)
+    vocab = json.loads((d / "vocab.json").read_text())
+    state, cfg, ours, _ = hfx.import_marian(str(d))
+    assert cfg.vocab_size == len(vocab)
+    assert cfg.decoder_start == "pad"
+    model = Transformer(cfg).eval()
+    model.load_state_dict(state)
+    order = hfx.vocabulary_order(vocab, json.loads((d / "config.json").read_text()), "")
+    assert order[1] == vocab["<s>"]
+    hf = tf.MarianMTModel.from_pretrained(str(d)).eval()
+    b = collate([(ours.encode(t), ours.encode(t)[:4]) for t in texts()[:4]])
+    to_m = torch.tensor(order)
+    tgt_m = to_m[b.tgt_in]
+    tgt_m[:, 0] = hf.config.decoder_start_token_id
+    theirs = hf(input_ids=to_m[b.src], attention_mask=b.src.ne(PAD), decoder_input_ids=tgt_m)
+    assert (model(b.src, b.tgt_in) - theirs.logits[..., to_m]).abs().max() < TOL
 
 
 @pytest.mark.parametrize("beam", [1, 4])

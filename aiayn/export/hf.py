@@ -19,9 +19,10 @@ directions. What differs is written out in docs/huggingface.md:
   ``ModelConfig``, off by default.
 - Vocabulary. aiayn's ids 0-3 are PAD, BOS, EOS, UNK; Marian's specials sit anywhere (OPUS-MT:
   EOS 0, UNK 1, PAD last) and it has no BOS. The importer reorders the vocabulary so that
-  Marian's PAD, EOS and UNK become 0, 2, 3, and adds a BOS row (1) that is never read (the
-  decoder starts with PAD) and never predicted (its logit bias is -1e9: probability exactly 0
-  in float32). Exports keep aiayn's ids and start decoding with BOS.
+  Marian's PAD, EOS and UNK become 0, 2, 3; BOS (1) is Marian's "<s>" where its vocabulary has
+  one, else an added row that is never read (the decoder starts with PAD) and never predicted
+  (its logit bias is -1e9: probability exactly 0 in float32). Exports keep aiayn's ids and
+  start decoding with BOS.
 
 What cannot be represented exactly is refused in one line naming the setting
 (``check_exportable_hf``, ``check_importable``). Transformers and SentencePiece are optional:
@@ -432,7 +433,7 @@ def _vocab(d: Path, config: dict[str, Any]) -> tuple[dict[str, int], Callable[..
 
 
 def vocabulary_order(vocab: dict[str, int], config: dict[str, Any], where: str) -> list[int]:
-    """``order[a]``: the Marian id of aiayn id a (-1: BOS, which Marian lacks).
+    """``order[a]``: the Marian id of aiayn id a (-1: a BOS row Marian lacks).
 
     aiayn's ids 0-3 are PAD, BOS, EOS, UNK; the other Marian ids follow in their order.
     """
@@ -445,7 +446,9 @@ def vocabulary_order(vocab: dict[str, int], config: dict[str, Any], where: str) 
     for name, i in (("pad_token_id", pad), ("eos_token_id", eos), ("<unk>", unk)):
         if not isinstance(i, int) or not 0 <= i < size:
             raise UserError(f"{where}: {name}={i!r} is not an id of the {size}-token vocabulary")
-    bos = -1 if start == pad else start
+    # BOS: the start token when it is not PAD; else Marian's "<s>" if its vocabulary has one
+    # (a row it never predicts in practice), else a row of aiayn's own (-1).
+    bos = start if start != pad else vocab.get(SPECIAL_TOKENS[BOS], -1)
     specials = [pad, bos, eos, unk]
     if len({i for i in specials if i >= 0}) != sum(i >= 0 for i in specials):
         raise UserError(f"{where}: pad, start, eos and unk must be four different ids")
@@ -469,7 +472,8 @@ def import_marian(name_or_dir: str) -> tuple[dict[str, Tensor], ModelConfig, Any
     marian = {k: v.detach().float().cpu() for k, v in hf.state_dict().items()}
     if not torch.equal(marian["lm_head.weight"], marian["model.shared.weight"]):
         raise UserError(f"{d}: lm_head differs from the shared embedding; 3.4 ties them")
-    decoder_start = "pad" if order[BOS] < 0 else "bos"
+    start = config.get("decoder_start_token_id", config.get("pad_token_id"))
+    decoder_start = "pad" if start == config.get("pad_token_id") else "bos"
     d_model, heads = int(config["d_model"]), int(config["encoder_attention_heads"])
     cfg = ModelConfig(
         vocab_size=len(order),
