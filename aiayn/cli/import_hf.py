@@ -4,8 +4,8 @@
     aiayn import-hf --model DIR --out model.safetensors     (a save_pretrained directory)
 
 Writes one aiayn model file with its tokenizer (Marian's SentencePiece pair over one
-vocabulary), so that `aiayn translate`, `aiayn evaluate`, `aiayn explore` and
-`aiayn walkthrough --checkpoint` run on it; its logits equal Transformers' (the d_model
+vocabulary), so that `aiayn translate`, `aiayn evaluate` and `aiayn explore` run on it and
+`aiayn.model.trace` records its every step; its logits equal Transformers' (the d_model
 coordinates relabelled, the vocabulary reordered: aiayn's ids 0-3 are PAD, BOS, EOS, UNK).
 A Hub name needs a machine that reaches huggingface.co; a directory needs nothing but
 pip install 'aiayn[hf]'. A checkpoint aiayn cannot represent exactly (pre-LN, learned

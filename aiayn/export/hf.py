@@ -64,7 +64,7 @@ def require_hf() -> Any:
 
 
 def residual_permutation(d_model: int) -> Tensor:
-    """pi with x_hf = x[pi]: (0, 2, ..., d-2, 1, 3, ..., d-1).  Section 3.5, see the module doc.
+    """x_hf = x[pi], pi = (0, 2, ..., d-2, 1, 3, ..., d-1).  Section 3.5 (see the module doc).
 
     >>> residual_permutation(6).tolist()
     [0, 2, 4, 1, 3, 5]
@@ -98,8 +98,10 @@ def _layers(cfg: ModelConfig) -> list[tuple[str, str, dict[str, str]]]:
 def to_marian_state(
     state: dict[str, Tensor], cfg: ModelConfig, permute: bool = True
 ) -> dict[str, Tensor]:
-    """Marian's state dict of an aiayn model: weights transposed to (out, in), d_model by pi.
+    """W_hf = (W[pi, :])^T for weights reading the stream, (W[:, pi])^T writing it.  Sec. 3.1-3.5.
 
+    Marian's state dict of an aiayn model: (out, in) matrices, d_model relabelled by pi
+    (embedding columns, LayerNorm gains and biases, W^O and W_2 outputs with their biases).
     ``permute=False`` skips the relabelling by pi (only for the tests that prove it needed).
     """
     D = cfg.d_model
@@ -146,7 +148,7 @@ def to_marian_state(
 def from_marian_state(
     marian: dict[str, Tensor], cfg: ModelConfig, order: list[int]
 ) -> dict[str, Tensor]:
-    """aiayn's state dict of a Marian model: the inverse of ``to_marian_state``.
+    """W = (W_hf^T)[pi^-1, :] or [:, pi^-1]: the inverse of ``to_marian_state``.  Sec. 3.1-3.5.
 
     ``order[a]`` is the Marian id of aiayn's id a, or -1 for a row Marian lacks (BOS): its
     embedding is zero and its logit bias ``NEVER``.
