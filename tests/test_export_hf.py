@@ -474,15 +474,24 @@ def test_the_explorer_says_which_model_it_shows(tmp_path) -> None:
     assert _origin(tmp_path / "m.safetensors") == "trained with aiayn"
 
 
-def test_import_hf_refuses_pre_ln_in_one_line(tmp_path, marian, capsys) -> None:
+def test_import_hf_refuses_in_one_line_and_writes_nothing(tmp_path, marian, capsys) -> None:
     d = tmp_path / "pre-ln"
     d.mkdir()
     config = json.loads((marian[0] / "config.json").read_text())
     (d / "config.json").write_text(json.dumps({**config, "normalize_before": True}))
-    assert main(["import-hf", "--model", str(d), "--out", str(tmp_path / "x.safetensors")]) == 2
-    err = capsys.readouterr().err.strip()
-    assert "normalize_before=True" in err
-    assert len(err.splitlines()) == 1
+    (tmp_path / "file").write_text("x")
+    for model, says in (
+        (d, "normalize_before=True"),
+        (tmp_path / "nope", "no such directory"),
+        (tmp_path / "file", "not a directory"),
+        (tmp_path, "no config.json"),
+    ):
+        out = tmp_path / "x.safetensors"
+        assert main(["import-hf", "--model", str(model), "--out", str(out)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert says in err
+        assert len(err.splitlines()) == 1
+        assert not out.exists()
 
 
 def test_import_hf_then_translate_evaluate_explore(tmp_path, marian, capsys) -> None:

@@ -379,8 +379,10 @@ def locate(name_or_dir: str) -> Path:
     p = Path(name_or_dir)
     if p.is_dir():
         return p
-    if p.exists() or name_or_dir.count("/") != 1:
-        raise UserError(f"{name_or_dir}: not a model directory or a Hub name (OWNER/NAME)")
+    local = p.exists() or p.is_absolute() or name_or_dir.startswith((".", "~"))
+    if local or name_or_dir.count("/") != 1:
+        what = "not a directory" if p.exists() else "no such directory"
+        raise UserError(f"{name_or_dir}: {what}, and not a Hub name (OWNER/NAME)")
     require_hf()
     from huggingface_hub import snapshot_download
 
