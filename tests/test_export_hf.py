@@ -205,6 +205,22 @@ def test_export_import_round_trip_is_exact(tmp_path) -> None:
     assert "import-hf" in meta[hfx.ORIGIN_KEY]
 
 
+def test_export_tokenizer_round_trip(tmp_path) -> None:
+    """The fast tokenizer written by the export: aiayn's ids + EOS, and the exact text back."""
+    en, de = number_texts(120)
+    tok = Tokenizer.train(en + de, vocab_size=300)
+    hfx.hf_tokenizer(tok).save_pretrained(str(tmp_path))
+    theirs = tf.AutoTokenizer.from_pretrained(str(tmp_path))
+    lines = [*en[:100], *de[:5], "Zürich, 猫 😺 and  two  spaces", "", "a <s> in text"]
+    for text in lines:
+        ids = theirs(text).input_ids
+        if "<s>" not in text:  # Transformers reads a literal "<s>" as the special token
+            assert ids == [*tok.encode(text), EOS], text
+        assert theirs.decode(ids, skip_special_tokens=True) == tok.decode(ids), text
+        assert tok.decode(tok.encode(text)) == text
+    assert (theirs.pad_token_id, theirs.bos_token_id, theirs.eos_token_id) == (PAD, 1, EOS)
+
+
 @pytest.mark.parametrize(
     ("kw", "setting"),
     [
