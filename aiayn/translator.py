@@ -132,20 +132,33 @@ class Translator:
             limit = min(limit, cfg.max_positions - 1)
         return limit
 
-    def encode(self, lines: Sequence[str], first_line: int = 1) -> list[list[int]]:
-        """Token ids of each line (no specials), with a warning for lines beyond training."""
-        ids = self.tokenizer.encode_batch(list(lines))
+    def encode(
+        self,
+        lines: Sequence[str],
+        first_line: int = 1,
+        on_long: Callable[[int, int, int], None] | None = None,
+    ) -> list[list[int]]:
+        """Token ids of each line (no specials), with a warning for lines beyond training.
+
+        A line of only whitespace is the empty line. A line longer than any sentence trained on
+        is reported to ``on_long(line_number, n_tokens, longest_trained)`` (default: a warning
+        in the log); both counts are BPE tokens without EOS, as ``input_limit`` counts them.
+        """
+        ids = self.tokenizer.encode_batch([x if x.strip() else "" for x in lines])
         for n, x in enumerate(ids):
-            length = len(x) + 1  # with EOS
             if len(x) > self.input_limit:
                 continue  # not translated (see translate)
-            if self.trained_length is not None and length > self.trained_length:
+            # trained_length counts EOS (the longest sequence trained on): the line counts + 1
+            if self.trained_length is not None and len(x) + 1 > self.trained_length:
+                if on_long is not None:
+                    on_long(first_line + n, len(x), self.trained_length - 1)
+                    continue
                 log.warning(
-                    "line %d: %d tokens, longer than any sequence in training (%d); translating "
-                    "anyway (the sinusoidal positions extend, quality may drop)",
+                    "line %d: %d tokens, longer than any sentence in training (%d tokens); "
+                    "translating anyway (the sinusoidal positions extend, quality may drop)",
                     first_line + n,
-                    length,
-                    self.trained_length,
+                    len(x),
+                    self.trained_length - 1,
                 )
         return ids
 
@@ -191,13 +204,15 @@ class Translator:
         lines: Sequence[str],
         first_line: int = 1,
         on_skip: Callable[[int, int], None] | None = None,
+        on_long: Callable[[int, int, int], None] | None = None,
     ) -> list[list[tuple[str, Hypothesis]]]:
         """(detokenized text, hypothesis) n-best lists of each line, in input order.
 
         A line of more than ``input_limit`` tokens gets an empty list and is reported to
-        ``on_skip(line_number, n_tokens)`` (default: a warning in the log).
+        ``on_skip(line_number, n_tokens)`` (default: a warning in the log); ``on_long`` as in
+        ``encode``.
         """
-        ids = self.encode(lines, first_line)
+        ids = self.encode(lines, first_line, on_long)
         limit = self.input_limit
         keep = [i for i, x in enumerate(ids) if len(x) <= limit]
         for i, x in enumerate(ids):

@@ -194,7 +194,7 @@ def main() -> int:
             print(f"Multi30k test2016: sacreBLEU {bleu['score']:.2f} ", end="")
             print(f"({bleu['signature']}) ", end="")
             print(f"with the last {n} averaged (chosen on valid)")
-            print(f"  lowercased BLEU {lc['score']:.2f} ({lc['signature']}; {lc['label']})")
+            print(f"  lowercased BLEU {lc['score']:.2f}  {lc['signature']}; {lc['label']}")
         else:
             print(f"valid only (--no-test): best with the last {n} averaged", flush=True)
     summary = {

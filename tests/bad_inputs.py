@@ -910,6 +910,11 @@ HAND = [
     ),
     Case("average-no-out", ("average", "{run}"), "the following arguments are required: --out"),
     Case(
+        "average-out-no-parent",
+        ("average", "{run}", "--last", "1", "--out", "{tmp}/nodir/x.safetensors"),
+        "--out {tmp}/nodir/x.safetensors: the directory {tmp}/nodir does not exist",
+    ),
+    Case(
         "average-out-exists",
         ("average", "{run}", "--last", "1", "--out", "{text}"),
         "{text}: exists; pass --force",
@@ -1042,6 +1047,11 @@ HAND = [
         "translate-output-dir", (*TRANSLATE, "--output", "{dir}"), "--output {dir}: is a directory"
     ),
     Case(
+        "translate-output-no-parent",
+        (*TRANSLATE, "--output", "{tmp}/no/such/o.txt"),
+        "--output {tmp}/no/such/o.txt: the directory {tmp}/no/such does not exist",
+    ),
+    Case(
         "translate-attention-file",
         (*TRANSLATE, "--attention", "{text}"),
         "--attention {text}: exists and is not a directory",
@@ -1167,6 +1177,16 @@ HAND = [
         "--hyps {dir}: is a directory",
     ),
     Case(
+        "evaluate-json-no-parent",
+        (*EVALUATE, "--limit", "1", "--json", "{tmp}/nodir/r.json"),
+        "--json {tmp}/nodir/r.json: the directory {tmp}/nodir does not exist",
+    ),
+    Case(
+        "evaluate-hyps-parent-is-a-file",
+        (*EVALUATE, "--limit", "1", "--hyps", "{text}/h.txt"),
+        "--hyps {text}/h.txt: the directory {text} is not a directory",
+    ),
+    Case(
         "evaluate-max-tokens=0",
         (*EVALUATE, "--max-tokens", "0"),
         "--max-tokens: must be an integer >= 1",
@@ -1222,6 +1242,11 @@ HAND = [
     Case("walkthrough-empty-source", ("walkthrough", "--source", ""), "source"),
     Case(
         "walkthrough-html-dir", ("walkthrough", "--html", "{dir}"), "--html {dir}: is a directory"
+    ),
+    Case(
+        "walkthrough-html-no-parent",
+        ("walkthrough", "--html", "{tmp}/nodir/w.html"),
+        "--html {tmp}/nodir/w.html: the directory {tmp}/nodir does not exist",
     ),
     # demo: its own flags (refused before anything is prepared).
     Case("demo-minutes=0", ("demo", "--minutes", "0"), "--minutes: must be a number > 0"),

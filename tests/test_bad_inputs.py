@@ -95,25 +95,31 @@ def test_bad_inputs_through_a_real_process(world, tmp_path) -> None:
 # translate: long lines and --nbest ----------------------------------------------------------
 
 
-def _translate(world, tmp_path, capsys, lines: list[str], *flags: str) -> tuple[list[str], str]:
+def _translate(
+    world, tmp_path, capsys, lines: list[str], *flags: str, status: int = 0
+) -> tuple[list[str], str]:
     inp = tmp_path / "in.txt"
     inp.write_text("".join(x + "\n" for x in lines), encoding="utf-8")
     argv = ["translate", "--checkpoint", world["model"], "--input", str(inp), "--max-len-b", "2"]
-    assert main([*argv, *flags]) == 0
+    assert main([*argv, *flags]) == status
     captured = capsys.readouterr()
     return captured.out.splitlines(), captured.err
 
 
 def test_a_line_over_the_limit_is_skipped_with_its_line_number(world, tmp_path, capsys) -> None:
     lines = ["a b c", "a b c d e f g h i j k l m n o p", "", "d e"]
-    out, err = _translate(world, tmp_path, capsys, lines, "--max-input-tokens", "8")
+    out, err = _translate(world, tmp_path, capsys, lines, "--max-input-tokens", "8", status=3)
     assert len(out) == 4  # one output line per input line
     assert out[1] == ""  # the skipped line's output is empty
-    assert "in.txt: line 2:" in err
-    assert "over the limit of 8 (--max-input-tokens)" in err
+    first, last = err.strip().splitlines()  # the skipped line, then the count at the end
+    assert "in.txt: line 2:" in first
+    assert "over the limit of 8 (--max-input-tokens)" in first
     assert "line 1:" not in err
     assert "line 4:" not in err
-    assert len(err.strip().splitlines()) == 1
+    assert last == (
+        "aiayn translate: 1 of 4 line(s) not translated (over the limit of 8 tokens, "
+        "--max-input-tokens): their output is empty; exit status 3"
+    )
 
 
 @pytest.mark.parametrize("nbest", [2, 3])
@@ -121,7 +127,7 @@ def test_nbest_gives_exactly_n_lines_per_input_line(world, tmp_path, capsys, nbe
     lines = ["a b c", "", "a b c d e f g h i j k l m n o p", "d"]
     out, _ = _translate(
         world, tmp_path, capsys, lines, "--beam", "4", "--nbest", str(nbest),
-        "--max-input-tokens", "8",
+        "--max-input-tokens", "8", status=3,
     )  # fmt: skip
     assert len(out) == nbest * len(lines)
     indices = [int(x.split(" ||| ")[0]) for x in out]
@@ -137,7 +143,7 @@ def test_nbest_gives_exactly_n_lines_per_input_line(world, tmp_path, capsys, nbe
 def test_a_megabyte_line_is_skipped_not_decoded(world, tmp_path, capsys) -> None:
     """The default limit (1024 tokens) keeps a 1 MB line away from the search."""
     big = ("a b c d " * 130_000)[:1_000_000]
-    out, err = _translate(world, tmp_path, capsys, ["a b", big, "c"])
+    out, err = _translate(world, tmp_path, capsys, ["a b", big, "c"], status=3)
     assert len(out) == 3
     assert out[1] == ""
     assert "line 2:" in err

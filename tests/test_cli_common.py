@@ -230,3 +230,14 @@ def test_demo_reuses_prepared_data_only_when_its_settings_match(tmp_path, monkey
     assert calls
     assert calls[-1][calls[-1].index("--max-words") + 1] == "20"
     assert calls[-1][calls[-1].index("--min-words") + 1] == "3"
+
+
+def test_aiayn_version_prints_the_package_version(capsys) -> None:
+    import tomllib
+
+    import aiayn
+
+    project = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
+    assert aiayn.__version__ == project["project"]["version"]
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out == f"aiayn {aiayn.__version__}\n"

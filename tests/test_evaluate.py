@@ -144,6 +144,8 @@ def test_cli_evaluate_src_ref(tmp_path, ckpt, capsys) -> None:
     for name in ("sacreBLEU", "chrF2", "paper-compatible BLEU", "reference perplexity", "speed"):
         assert name in table
     assert "tok:13a" in table
+    assert "((" not in table
+    assert "))" not in table
     report = json.loads(out.read_text())
     assert report["decode"]["beam"] == 4
     assert report["paper_bleu"]["label"] == PAPER_BLEU_LABEL
@@ -182,6 +184,18 @@ def test_cli_evaluate_errors(tmp_path, ckpt, capsys) -> None:
     assert "has 4 lines but" in capsys.readouterr().err
     assert main(["evaluate", "--checkpoint", str(ckpt)]) == 2
     assert "--src FILE --ref FILE" in capsys.readouterr().err
+    # n-best lists are translate's: evaluate refuses --nbest rather than ignore it.
+    ref = write(tmp_path / "r.txt", REF)
+    argv = ["evaluate", "--checkpoint", str(ckpt), "--src", str(src), "--ref", str(ref)]
+    assert main([*argv, "--nbest", "3"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("aiayn evaluate: error: --nbest")
+    assert err.count("\n") == 1
+    # A report file in a directory that does not exist is refused, not created.
+    missing = tmp_path / "no" / "such" / "report.json"
+    assert main([*argv, "--json", str(missing)]) == 2
+    assert "the directory" in capsys.readouterr().err
+    assert not (tmp_path / "no").exists()
 
 
 def test_cli_evaluate_a_prepared_corpus(tmp_path, capsys) -> None:

@@ -116,6 +116,30 @@ def test_average_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert not (tmp_path / "y").exists()
 
 
+def test_average_names_a_file_that_is_no_checkpoint_before_advising_last(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = tmp_path / "in.txt"
+    text.write_text("not a model\n", encoding="utf-8")
+    assert main(["average", str(text), "--out", str(tmp_path / "a.safetensors")]) == 2
+    err = capsys.readouterr().err
+    assert "not a safetensors checkpoint" in err
+    assert "--last" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_average_refuses_an_out_whose_directory_is_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = tmp_path / "run"
+    fake_run(run, [1, 2])
+    out = tmp_path / "nodir" / "x.safetensors"
+    assert main(["average", str(run), "--last", "2", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"the directory {out.parent} does not exist" in err
+    assert not out.parent.exists()
+
+
 def test_checkpoint_files_and_trainer_state(tmp_path: Path) -> None:
     run = tmp_path / "run"
     fake_run(run, [5, 6, 7])

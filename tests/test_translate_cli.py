@@ -198,8 +198,30 @@ def test_long_line_warns_and_translates(tmp_path, tokenizer, caplog) -> None:
     assert all(len(o) == 1 for o in out)
     warnings = [r.getMessage() for r in caplog.records]
     assert len(warnings) == 1
-    assert warnings[0].startswith("line 2:")
-    assert "longer than any sequence in training (6)" in warnings[0]
+    # Both counts are BPE tokens without EOS, as --max-input-tokens counts them: the metadata
+    # holds the longest sequence with EOS (6), i.e. a sentence of 5 tokens.
+    n = len(tokenizer.encode(long))
+    assert warnings[0].startswith(f"line 2: {n} tokens,")
+    assert "longer than any sentence in training (5 tokens)" in warnings[0]
+
+
+def test_the_long_line_warning_of_translate_names_file_and_line_and_counts_as_the_limit(
+    tmp_path, tokenizer, capsys
+) -> None:
+    path = tmp_path / "m.safetensors"
+    make_checkpoint(path, tokenizer, **{TRAINED_LENGTH_KEY: "6"})
+    long = "two men are playing football in the park . " * 3
+    n = len(tokenizer.encode(long))
+    inp = tmp_path / "in.txt"
+    inp.write_text(f"a dog\n{long}\n{long}\n", encoding="utf-8")
+    argv = ["translate", "--checkpoint", str(path), "--input", str(inp), *FAST]
+    assert main([*argv, "--max-input-tokens", str(n + 5)]) == 0
+    warning = capsys.readouterr().err.strip().splitlines()[0]
+    assert warning.startswith(f"aiayn translate: {inp}: line 2: {n} tokens, longer than any")
+    # The limit's message counts the same line the same way.
+    assert main([*argv, "--max-input-tokens", str(n - 1)]) == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[0].startswith(f"aiayn translate: {inp}: line 2: {n} tokens, over the limit of")
 
 
 def test_no_trained_length_no_warning(ckpt, caplog) -> None:
@@ -225,6 +247,34 @@ def test_empty_line_is_an_empty_translation(ckpt) -> None:
     assert hyp.tokens == [EOS]
     assert hyp.logprob < 0
     assert rest == []  # the empty sentence is the only output for an empty input
+
+
+@pytest.mark.parametrize("blank", [" ", "\t", "  \t  ", "\u3000"])
+def test_a_whitespace_only_line_is_an_empty_line(tmp_path, ckpt, blank) -> None:
+    tr = load_translator(ckpt, DecodeConfig(beam=3, nbest=3, max_len_b=4))
+    assert tr.translate([blank]) == tr.translate([""])
+    inp = tmp_path / "in.txt"
+    inp.write_text(f"a dog\n{blank}\n", encoding="utf-8")
+    out = tmp_path / "out.txt"
+    argv = ["translate", "--checkpoint", str(ckpt), "--input", str(inp), "--output", str(out)]
+    assert main([*argv, *FAST, "--beam", "3", "--nbest", "3"]) == 0
+    lines = out.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 6
+    assert lines[3].startswith("1 |||  ||| logprob=")  # the empty sentence, nothing invented
+    assert lines[4:] == ["1 |||  ||| logprob=-inf length=0 ||| -inf"] * 2
+
+
+def test_an_output_in_a_missing_directory_is_refused_not_created(tmp_path, ckpt, capsys) -> None:
+    inp = tmp_path / "in.txt"
+    inp.write_text("a dog\n", encoding="utf-8")
+    out = tmp_path / "no" / "such" / "dir" / "o.txt"
+    argv = ["translate", "--checkpoint", str(ckpt), "--input", str(inp), "--output", str(out)]
+    err = run_error(argv, capsys)
+    assert err == (
+        f"aiayn translate: error: --output {out}: the directory {out.parent} does not exist; "
+        "create it first"
+    )
+    assert not (tmp_path / "no").exists()
 
 
 def run_error(argv: list[str], capsys) -> str:

@@ -41,6 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="aiayn",
         description="The Transformer of 'Attention Is All You Need', faithfully and visibly.",
     )
+    from aiayn import __version__
+
+    parser.add_argument("--version", action="version", version=f"aiayn {__version__}")
     sub = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
     for name, module in sorted(_verbs().items()):
         doc = (module.__doc__ or name).strip()

@@ -59,10 +59,17 @@ def _run(args: argparse.Namespace) -> int:
 
     if args.last < 1:
         raise UserError(f"--last must be >= 1, got {args.last}")
+    from aiayn.cli.common import output_file
+
     out = Path(args.out)
+    output_file(out, "--out")
     if out.exists() and not args.force:
         raise UserError(f"{out}: exists; pass --force to replace it")
+    from aiayn.weights import read_metadata
+
     files = resolve_model_files(args.paths)
+    for f in files:  # a file that is no checkpoint is named before any advice on --last
+        read_metadata(f)
     if len(files) < args.last:
         raise UserError(
             f"--last {args.last}: only {len(files)} checkpoint(s) found in "

@@ -165,9 +165,20 @@ def config_from_args(
 
 
 def output_file(path: str | Path | None, flag: str) -> None:
-    """An output file path must not name a directory (it would be replaced by a file)."""
-    if path is not None and Path(path).is_dir():
+    """An output file the user names: not a directory, and in a directory that exists.
+
+    The one rule of every verb: a missing parent directory is refused, not created, so that a
+    typo in a path cannot write a file somewhere unexpected. (A directory the user names as
+    an output, ``--run``, ``--out DIR``, ``--attention DIR``, is created, with its parents.)
+    """
+    if path is None:
+        return
+    if Path(path).is_dir():
         raise UserError(f"{flag} {path}: is a directory; give a file name")
+    parent = Path(path).parent
+    if not parent.is_dir():
+        what = "is not a directory" if parent.exists() else "does not exist"
+        raise UserError(f"{flag} {path}: the directory {parent} {what}; create it first")
 
 
 def output_dir(path: str | Path | None, flag: str) -> None:

@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from aiayn.cli.common import integer, output_file
+from aiayn.cli.common import config_from_args, integer, load_toml, output_file
 from aiayn.cli.translate import add_translator_args, read_lines, translator_from_args
 from aiayn.errors import UserError
 
@@ -84,7 +84,7 @@ def format_report(report: dict[str, Any]) -> str:
         (
             "lowercased BLEU",
             f"{report['lowercase_bleu']['score']:.2f}",
-            f"{report['lowercase_bleu']['signature']} ({report['lowercase_bleu']['label']})",
+            f"{report['lowercase_bleu']['signature']}; {report['lowercase_bleu']['label']}",
         ),
         (
             "paper-compatible BLEU",
@@ -114,11 +114,16 @@ def format_report(report: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aiayn.config import to_dict
+    from aiayn.config import DecodeConfig, to_dict
     from aiayn.evaluate import evaluate
     from aiayn.storage import atomic_write
     from aiayn.translator import resolve_checkpoint
 
+    if config_from_args(DecodeConfig, args, toml=load_toml(args.config)).nbest != 1:
+        raise UserError(
+            "--nbest: evaluate scores the best translation of each line only; "
+            "`aiayn translate --nbest N` writes n-best lists"
+        )
     output_file(args.json, "--json")
     output_file(args.hyps, "--hyps")
     sources, references, data_tokenizer = load_test_set(args)

@@ -8,8 +8,12 @@ as it is typed; from a file or a pipe the lines are batched by length.
 directory, or a run directory (its latest checkpoint).
 
 The output has exactly one line per input line (N lines with --nbest N), in order. A line of
-more BPE tokens than --max-input-tokens (default: the model's usable length, at most 1024) is
-not translated: stderr names its line number (from 1) and its output line is empty.
+only spaces or tabs is an empty line, and an empty line translates to the empty sentence. A
+line of more BPE tokens than --max-input-tokens (default: the model's usable length, at most
+1024) is not translated: stderr names its line number (from 1), its output line is empty, and
+at the end stderr counts such lines and the exit status is 3 (the output is complete
+otherwise). A line longer than any sentence trained on is translated with a warning on
+stderr. Both count the line's BPE tokens, EOS not counted.
 
 With --nbest N > 1 each input line gives N lines, best first, in the Moses n-best format:
     LINE ||| TRANSLATION ||| logprob=LOG_P length=|Y| ||| SCORE
@@ -44,6 +48,7 @@ from aiayn.config import DecodeConfig
 from aiayn.errors import UserError
 
 CHUNK = 2000  # lines translated together when reading a file or a pipe
+SKIPPED_EXIT = 3  # exit status when a line was over --max-input-tokens (its output is empty)
 DEFAULT_INPUT_LIMIT = 1024  # = aiayn.translator.DEFAULT_INPUT_LIMIT (not imported: torch)
 
 
@@ -207,15 +212,27 @@ def run(args: argparse.Namespace) -> int:
     if attention is not None:
         attention.mkdir(parents=True, exist_ok=True)
 
+    n_skipped = 0
+
     def skipped(line: int, n_tokens: int) -> None:
+        nonlocal n_skipped
+        n_skipped += 1
         stderr(
             "translate",
             f"{name}: line {line}: {n_tokens} tokens, over the limit of "
             f"{translator.input_limit} (--max-input-tokens): not translated, its output is empty",
         )
 
+    def long(line: int, n_tokens: int, trained: int) -> None:
+        stderr(
+            "translate",
+            f"{name}: line {line}: {n_tokens} tokens, longer than any sentence in training "
+            f"({trained} tokens): translated anyway (the sinusoidal positions extend, quality "
+            "may drop)",
+        )
+
     def translate(lines: list[str], first: int) -> list[str]:
-        results = translator.translate(lines, first_line=first + 1, on_skip=skipped)
+        results = translator.translate(lines, first_line=first + 1, on_skip=skipped, on_long=long)
         out: list[str] = []
         for k, res in enumerate(results):
             out += format_nbest(first + k, res, nbest)
@@ -262,9 +279,18 @@ def run(args: argparse.Namespace) -> int:
                 count, chunk = count + len(chunk), []
         if chunk:
             written += _flush(translate(chunk, count), args.output)
+            count += len(chunk)
     if args.output is not None:
         text = "".join(x + "\n" for x in written)
         atomic_write(args.output, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    if n_skipped:
+        stderr(
+            "translate",
+            f"{n_skipped} of {count} line(s) not translated (over the limit of "
+            f"{translator.input_limit} tokens, --max-input-tokens): their output is empty; "
+            f"exit status {SKIPPED_EXIT}",
+        )
+        return SKIPPED_EXIT
     return 0
 
 

@@ -49,8 +49,11 @@ class EngineTranslator:
     max_sentences: int = 128
 
     def encode(self, lines: Sequence[str], first_line: int = 1) -> list[list[int]]:
-        """Token ids of each line; a line beyond the exported position table is refused."""
-        ids = self.tokenizer.encode_batch(list(lines))
+        """Token ids of each line; a line beyond the exported position table is refused.
+
+        A line of only whitespace is the empty line (as in ``aiayn.translator.Translator``).
+        """
+        ids = self.tokenizer.encode_batch([x if x.strip() else "" for x in lines])
         for n, x in enumerate(ids):
             if len(x) + 1 > self.max_positions:
                 raise UserError(
@@ -60,11 +63,13 @@ class EngineTranslator:
                 )
         return ids
 
-    def translate(self, lines: Any, first_line: int = 1, on_skip: Any = None) -> list[list[Any]]:
+    def translate(
+        self, lines: Any, first_line: int = 1, on_skip: Any = None, on_long: Any = None
+    ) -> list[list[Any]]:
         """(detokenized text, hypothesis) n-best lists of each line, in input order.
 
-        ``on_skip`` is accepted for aiayn's Translator interface; a line longer than the
-        exported position table is refused by ``encode`` instead of skipped.
+        ``on_skip`` and ``on_long`` are accepted for aiayn's Translator interface; a line
+        longer than the exported position table is refused by ``encode`` instead of skipped.
         """
         hyps = self.translate_ids(self.encode(lines, first_line))  # type: ignore[attr-defined]
         decode = self.tokenizer.decode
