@@ -65,6 +65,63 @@ def test_train_resume_average_plot(copy_data: Path, tmp_path: Path, capsys) -> N
     assert (run / "plots" / "loss.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_train_to_a_log_file_writes_plain_lines_and_checks_the_run_once(
+    tmp_path: Path, capsys, monkeypatch
+) -> None:
+    """stderr not a terminal (capsys): no tqdm bar, a plain line every --log-every steps."""
+    import aiayn.train
+    import aiayn.train.loop
+
+    data = tmp_path / "data"
+    assert main(["prepare", "--source", "copy", "--out", str(data), "--num-pairs", "200"]) == 0
+    prepared = capsys.readouterr()
+    assert "\r" not in prepared.out + prepared.err  # prepare's bars are off too
+    calls = []
+    real_check = aiayn.train.loop.check_run
+
+    def counted(*args, **kwargs):
+        calls.append(args[0])
+        return real_check(*args, **kwargs)
+
+    monkeypatch.setattr(aiayn.train.loop, "check_run", counted)
+    monkeypatch.setattr(aiayn.train, "check_run", counted)
+    run = tmp_path / "run"
+    quick = ["--max-tokens", "300", "--warmup", "20", "--log-every", "2", "--max-steps", "4"]
+    assert main(["train", "--data", str(data), "--run", str(run), *SMALL, *quick]) == 0
+    captured = capsys.readouterr()
+    assert len(calls) == 1  # the run, its config and its tokenizer checked once
+    assert "\r" not in captured.out + captured.err
+    lines = [x for x in captured.out.splitlines() if x.startswith("step ")]
+    assert [x.split(":")[0] for x in lines if "loss" in x and "valid" not in x] == [
+        "step 2/4",
+        "step 4/4",
+    ]
+    assert "ppl" in lines[0]
+    assert "tok/s" in lines[0]
+    params = [x for x in captured.err.splitlines() if "parameters" in x]
+    assert len(params) == 1
+    assert params[0].startswith("aiayn train: ")
+    assert f"run {run}" in params[0]
+
+
+def test_the_progress_view_draws_a_bar_on_a_terminal_only(monkeypatch, capsys) -> None:
+    from aiayn.cli.train import _Progress
+    from aiayn.config import TrainConfig
+
+    cfg = TrainConfig(max_steps=6, log_every=3)
+    tick = {"event": "tick", "loss": 2.0, "nll": 1.5, "lr": 1e-3, "tokens": 100}
+    for terminal in (False, True):
+        monkeypatch.setattr(sys.stderr, "isatty", lambda terminal=terminal: terminal)
+        view = _Progress(cfg, enabled=True)
+        assert (view.bar is not None) == terminal
+        for step in range(1, 7):
+            view({**tick, "step": step})
+        view.close()
+        out = capsys.readouterr().out
+        plain = [x.split(":")[0] for x in out.splitlines()]
+        assert plain == ([] if terminal else ["step 3/6", "step 6/6"])
+
+
 def test_plot_draws_bleu_when_logged(tmp_path: Path) -> None:
     events = [
         {"event": "train", "step": 1, "loss": 3.0, "nll": 2.5, "ppl": 12.2, "lr": 1e-4},
@@ -79,6 +136,24 @@ def test_plot_draws_bleu_when_logged(tmp_path: Path) -> None:
         "lr.png",
         "perplexity.png",
     ]
+
+
+def test_plot_of_a_run_with_nothing_logged_is_one_line_and_makes_no_folder(
+    tmp_path: Path, capsys
+) -> None:
+    (tmp_path / "metrics.jsonl").write_text("")
+    assert main(["plot", str(tmp_path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        f"aiayn plot: error: {tmp_path / 'metrics.jsonl'}: no train or valid events to plot yet\n"
+    )
+    assert not (tmp_path / "plots").exists()
+    # Validation events alone (no train event, no BLEU): the two figures they fill, no more.
+    valid = {"event": "valid", "step": 1, "loss": 3.1, "nll": 2.6, "ppl": 13.5}
+    (tmp_path / "metrics.jsonl").write_text(json.dumps(valid) + "\n")
+    assert main(["plot", str(tmp_path)]) == 0
+    assert sorted(p.name for p in (tmp_path / "plots").iterdir()) == ["loss.png", "perplexity.png"]
 
 
 @pytest.mark.parametrize(

@@ -2,8 +2,12 @@
 
   aiayn plot RUN [--out DIR]
 
-Reads RUN/metrics.jsonl (written by aiayn train) and writes loss.png, perplexity.png, lr.png
-and bleu.png into DIR (default RUN/plots).
+Reads RUN/metrics.jsonl (written by aiayn train) and writes into DIR (default RUN/plots) each
+figure that has a point to draw:
+  loss.png, perplexity.png  once a train or valid event is logged (every --log-every steps)
+  lr.png                    once a train event is logged (its learning rate, Eq. (3))
+  bleu.png                  once a validation logged BLEU (aiayn train --valid-bleu)
+A run with nothing to plot yet is one line on stderr and exit status 2, and no DIR is made.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--out {args.out}: exists and is not a directory")
     written = plot_metrics(args.run, args.out)
     if not written:
-        print(f"{args.run}: no train or valid events to plot yet")
+        raise UserError(f"{Path(args.run) / 'metrics.jsonl'}: no train or valid events to plot yet")
     for path in written:
         print(path)
     return 0

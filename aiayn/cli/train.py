@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import math
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -78,55 +78,95 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 
 class _Progress:
-    """The terminal view: a tqdm bar (step, loss, ppl, lr, tokens/s, time left) and events."""
+    """The terminal view of a training: progress and events (valid, skip, checkpoint).
 
-    def __init__(self, cfg: TrainConfig, enabled: bool) -> None:
-        from tqdm import tqdm
+    On a terminal a tqdm bar (step, loss, ppl, lr, tokens/s, time left); when stderr is not a
+    terminal (a log file, a pipe) no bar, whose carriage-return updates would flood the file,
+    but one plain line every ``log_every`` steps with the same figures. ``on_start`` receives
+    the "start" event (the run checked, before the first step) even when the view is off.
+    """
 
-        self.cfg, self.enabled = cfg, enabled
-        self.bar = tqdm(
-            total=cfg.max_steps or None, unit="step", dynamic_ncols=True, disable=not enabled
-        )
+    def __init__(
+        self,
+        cfg: TrainConfig,
+        enabled: bool,
+        on_start: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
+        self.cfg, self.enabled, self.on_start = cfg, enabled, on_start
+        self.bar: Any = None
+        if enabled and sys.stderr.isatty():
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=cfg.max_steps or None, unit="step", dynamic_ncols=True)
         self.started = self.last = time.monotonic()
         self.tokens = 0.0
+        self.first: int | None = None  # the first step of this process (resumed: not 1)
 
     def __call__(self, event: dict[str, Any]) -> None:
+        kind = event["event"]
+        if kind == "start":
+            if self.on_start is not None:
+                self.on_start(event)
+            return
         if not self.enabled:
             return
-        kind, bar = event["event"], self.bar
         if kind == "tick":
-            if bar.n == 0 and event["step"] > 1:  # resumed
-                bar.n = bar.last_print_n = event["step"] - 1
-                self.started = time.monotonic()
-            bar.update(event["step"] - bar.n)
-            self.tokens += event["tokens"]
-            now = time.monotonic()
-            if now - self.last >= 0.5:
-                rate = self.tokens / max(now - self.last, 1e-9)
-                post = {
-                    "loss": f"{event['loss']:.3f}",
-                    "ppl": f"{math.exp(min(event['nll'], 50)):.2f}",
-                    "lr": f"{event['lr']:.2e}",
-                    "tok/s": f"{rate:.0f}",
-                }
-                if self.cfg.max_minutes:
-                    left = 60 * self.cfg.max_minutes - (now - self.started)
-                    post["left"] = f"{max(left, 0) / 60:.1f}min"
-                bar.set_postfix(post, refresh=False)
-                self.last, self.tokens = now, 0.0
+            self._tick(event)
         elif kind == "valid":
             parts = [f"loss {event['loss']:.4f}", f"nll {event['nll']:.4f}"]
             parts += [f"ppl {event['ppl']:.3f}", f"accuracy {event['accuracy']:.4f}"]
             if "bleu" in event:
                 parts.append(f"BLEU {event['bleu']:.2f}")
-            bar.write(f"step {event['step']}: valid " + ", ".join(parts))
+            self._write(f"step {event['step']}: valid " + ", ".join(parts))
         elif kind == "skip":
-            bar.write(f"step {event['step'] + 1}: non-finite loss or gradient, update skipped")
+            self._write(f"step {event['step'] + 1}: non-finite loss or gradient, update skipped")
         elif kind == "checkpoint":
-            bar.write(f"step {event['step']}: checkpoint {event['path']}")
+            self._write(f"step {event['step']}: checkpoint {event['path']}")
+
+    def _tick(self, event: dict[str, Any]) -> None:
+        step, bar = event["step"], self.bar
+        if self.first is None:
+            self.first = step
+            if step > 1:  # resumed: the minutes left count from here
+                self.started = time.monotonic()
+                if bar is not None:
+                    bar.n = bar.last_print_n = step - 1
+        self.tokens += event["tokens"]
+        now = time.monotonic()
+        if bar is not None:
+            bar.update(step - bar.n)
+            if now - self.last >= 0.5:
+                bar.set_postfix(self._figures(event, now), refresh=False)
+                self.last, self.tokens = now, 0.0
+        elif step % self.cfg.log_every == 0:
+            total = f"/{self.cfg.max_steps}" if self.cfg.max_steps else ""
+            figures = ", ".join(f"{k} {v}" for k, v in self._figures(event, now).items())
+            self._write(f"step {step}{total}: {figures}")
+            self.last, self.tokens = now, 0.0
+
+    def _figures(self, event: dict[str, Any], now: float) -> dict[str, str]:
+        """The figures of a tick: loss, ppl, lr, tokens/s since the last report, time left."""
+        rate = self.tokens / max(now - self.last, 1e-9)
+        post = {
+            "loss": f"{event['loss']:.3f}",
+            "ppl": f"{math.exp(min(event['nll'], 50)):.2f}",
+            "lr": f"{event['lr']:.2e}",
+            "tok/s": f"{rate:.0f}",
+        }
+        if self.cfg.max_minutes:
+            left = 60 * self.cfg.max_minutes - (now - self.started)
+            post["left"] = f"{max(left, 0) / 60:.1f}min"
+        return post
+
+    def _write(self, line: str) -> None:
+        if self.bar is not None:
+            self.bar.write(line)
+        else:
+            print(line, flush=True)
 
     def close(self) -> None:
-        self.bar.close()
+        if self.bar is not None:
+            self.bar.close()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -152,21 +192,23 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, run_dir: Path, device: Any, main: bool) -> int:
     from aiayn.evaluate import greedy_bleu
-    from aiayn.train import Runtime, check_run, load_train_data, resolve_configs, train
+    from aiayn.train import Runtime, load_train_data, resolve_configs, train
 
     data = load_train_data(args.data, run_dir, args.resume)
     vocab_size = data.tokenizer.vocab_size
     model_cfg, train_cfg = resolve_configs(_settings(args), vocab_size, run_dir, args.resume)
-    # train() makes these checks too; here a refusal comes before the parameter line
-    check_run(run_dir, model_cfg, data.tokenizer, args.resume)
-    if main:
-        n_params = _count_parameters(model_cfg)
+
+    def started(event: dict[str, Any]) -> None:  # train() checked the run (once): the line
         print(
-            f"aiayn train: {n_params:,} parameters, {len(data.train):,} training pairs, "
-            f"vocabulary {model_cfg.vocab_size}, run {run_dir}",
+            f"aiayn train: {event['parameters']:,} parameters, {len(data.train):,} training "
+            f"pairs, vocabulary {model_cfg.vocab_size}, run {run_dir}",
             file=sys.stderr,
+            flush=True,
         )
-    view = _Progress(train_cfg, enabled=main and not args.no_progress)
+
+    view = _Progress(
+        train_cfg, enabled=main and not args.no_progress, on_start=started if main else None
+    )
     runtime = Runtime(device=args.device, bf16=args.bf16, compile=args.compile)
     try:
         result = train(
@@ -188,13 +230,3 @@ def _run(args: argparse.Namespace, run_dir: Path, device: Any, main: bool) -> in
         print(f"{result.stop_reason} at step {result.progress.step}{valid}")
         print(f"checkpoint: {result.checkpoint}")
     return 0
-
-
-def _count_parameters(cfg: ModelConfig) -> int:
-    """Parameters of the model a config describes, without building it (tied matrix once)."""
-    import torch
-
-    from aiayn.model import Transformer
-
-    with torch.device("meta"):
-        return Transformer(dataclasses.replace(cfg)).num_parameters()

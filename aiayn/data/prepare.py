@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import sys
 import time
 from array import array
 from collections import Counter
@@ -106,7 +107,10 @@ def _bar(
         return iterable
     from tqdm import tqdm
 
-    return tqdm(iterable, desc=desc, total=total, unit=unit, leave=False, mininterval=0.5)
+    # disable=None: no bar when stderr is not a terminal (a log file is not flooded)
+    return tqdm(
+        iterable, desc=desc, total=total, unit=unit, leave=False, mininterval=0.5, disable=None
+    )
 
 
 @dataclass
@@ -351,7 +355,7 @@ def prepare(corpus: Corpus, out: str | Path, opts: PrepareOptions) -> dict[str, 
             opts.vocab_size,
             min_frequency=opts.min_frequency,
             length=2 * n_bpe,
-            show_progress=opts.progress,
+            show_progress=opts.progress and sys.stderr.isatty(),  # its bar: terminals only
         )
         tok.save(root / "tokenizer.json")
         splits = {name: _encode_split(name, tok, stage, root, opts, drops) for name in SPLITS}

@@ -107,6 +107,10 @@ def _train(
     bleu: BleuScorer | None,
 ) -> TrainResult:
     progress = session.start(model_cfg, resume)  # lock, config.json or the checkpoint's state
+    if session.on_event is not None:  # every check passed: what will train, before step 1
+        session.on_event(
+            {"event": "start", "step": progress.step, "parameters": model.num_parameters()}
+        )
     stream = BatchStream(
         data.train, cfg.max_tokens, cfg.seed, world, progress.epoch, progress.batch_index
     )

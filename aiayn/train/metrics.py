@@ -84,7 +84,11 @@ def _series(events: Iterable[dict[str, Any]], event: str, key: str) -> tuple[lis
 
 
 def plot_metrics(run_dir: str | Path, out_dir: str | Path | None = None) -> list[Path]:
-    """Draw loss.png, perplexity.png, lr.png and (if logged) bleu.png; return their paths."""
+    """Draw loss.png, perplexity.png, lr.png and bleu.png where logged; return their paths.
+
+    A figure whose curves have no point is not drawn (bleu.png without a validation BLEU, lr.png
+    without a train event), and the directory is made only when a figure is written.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -92,7 +96,6 @@ def plot_metrics(run_dir: str | Path, out_dir: str | Path | None = None) -> list
 
     events = read_metrics(run_dir)
     out = Path(out_dir) if out_dir is not None else Path(run_dir) / "plots"
-    out.mkdir(parents=True, exist_ok=True)
     figures = {
         "loss": [
             ("train", "loss", "train, label-smoothed"),
@@ -121,6 +124,7 @@ def plot_metrics(run_dir: str | Path, out_dir: str | Path | None = None) -> list
         ax.grid(alpha=0.3)
         ax.legend()
         fig.tight_layout()
+        out.mkdir(parents=True, exist_ok=True)
         path = out / f"{name}.png"
         atomic_write(path, lambda tmp, fig=fig: fig.savefig(tmp, format="png", dpi=100))
         plt.close(fig)

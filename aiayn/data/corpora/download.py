@@ -62,7 +62,14 @@ def fetch(
                 if progress:
                     from tqdm import tqdm
 
-                    bar = tqdm(total=total, unit="B", unit_scale=True, desc=dest.name, leave=False)
+                    bar = tqdm(  # disable=None: no bar when stderr is not a terminal
+                        total=total,
+                        unit="B",
+                        unit_scale=True,
+                        desc=dest.name,
+                        leave=False,
+                        disable=None,
+                    )
                 while chunk := response.read(1 << 20):
                     out.write(chunk)
                     if bar is not None:

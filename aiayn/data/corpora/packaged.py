@@ -152,7 +152,14 @@ def cached_pairs(
                 if progress:
                     from tqdm import tqdm
 
-                    rows = tqdm(rows, desc="extract", unit=" pairs", leave=False, mininterval=0.5)
+                    rows = tqdm(  # disable=None: no bar when stderr is not a terminal
+                        rows,
+                        desc="extract",
+                        unit=" pairs",
+                        leave=False,
+                        mininterval=0.5,
+                        disable=None,
+                    )
                 for origin, en, other, reason in rows:
                     if reason is None and (en, other) in seen:
                         reason = "duplicate"
