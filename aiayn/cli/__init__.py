@@ -5,7 +5,8 @@ a verb (``prepare``, ``train``, ``translate``, ...; ``import_hf`` is ``import-hf
 docstring line the verb's help.
 Verb modules import heavy dependencies inside ``run`` so that ``aiayn --help`` stays fast.
 Errors a user can cause end with one line on stderr and exit status 2 (a bad flag included:
-the parser prints one line, not its usage). Ctrl-C ends with one line and exit status 130: at
+the parser prints one line, not its usage; an optional extra not installed: the line names
+its install command). Ctrl-C ends with one line and exit status 130: at
 once by default, after cleaning up where a verb can (``_signals``; the training loop saves a
 checkpoint first).
 """
@@ -80,6 +81,13 @@ def main(argv: list[str] | None = None) -> int:
             return int(args._run(args) or 0)
     except UserError as e:
         print(f"{verb}: error: {e}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as e:  # an optional extra that a verb imported unchecked
+        from aiayn.errors import OPTIONAL, missing_extra
+
+        if (e.name or "").split(".")[0] not in OPTIONAL:
+            raise
+        print(f"{verb}: error: {missing_extra(e.name or '')}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # inside a verb's interruptible() part, once it has cleaned up
         print(f"{verb}: interrupted", file=sys.stderr)

@@ -19,7 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from aiayn.cli.common import config_from_args, integer, load_toml, output_file
-from aiayn.cli.translate import add_translator_args, read_lines, translator_from_args
+from aiayn.cli.translate import (
+    add_translator_args,
+    read_lines,
+    require_engine,
+    translator_from_args,
+)
 from aiayn.errors import UserError
 
 
@@ -119,6 +124,7 @@ def run(args: argparse.Namespace) -> int:
     from aiayn.storage import atomic_write
     from aiayn.translator import resolve_checkpoint
 
+    require_engine(args)
     if config_from_args(DecodeConfig, args, toml=load_toml(args.config)).nbest != 1:
         raise UserError(
             "--nbest: evaluate scores the best translation of each line only; "

@@ -48,9 +48,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aiayn.export import DEFAULT_MAX_POSITIONS, check_exportable, prepare_out, publish
+    from aiayn.export import (
+        DEFAULT_MAX_POSITIONS,
+        EXPORT_NEEDS,
+        check_exportable,
+        prepare_out,
+        publish,
+        require,
+    )
     from aiayn.translator import load_translator, resolve_checkpoint
 
+    for module in EXPORT_NEEDS[args.format]:  # the optional extra, before anything
+        require(module)
     out = prepare_out(args.out, args.force)
     rows = args.max_positions if args.max_positions is not None else DEFAULT_MAX_POSITIONS
     if rows < 2:
@@ -73,19 +82,12 @@ def run(args: argparse.Namespace) -> int:
     check_exportable(model.config, args.format)
     meta = {"checkpoint": str(path)}
     if args.format == "ctranslate2":
-        from aiayn.export import require
         from aiayn.export.ct2 import export_ctranslate2
-
-        require("ctranslate2")
 
         def write(tmp: Path) -> None:
             export_ctranslate2(model, tok, tmp, args.quantization, rows, meta=meta)
     else:
-        from aiayn.export import require
         from aiayn.export.ort import export_onnx
-
-        require("onnxruntime")
-        require("onnx")
 
         def write(tmp: Path) -> None:
             export_onnx(model, tok, tmp, rows, meta=meta)

@@ -119,6 +119,15 @@ def add_translator_args(parser: argparse.ArgumentParser) -> None:
     add_config_args(parser, DecodeConfig)
 
 
+def require_engine(args: argparse.Namespace) -> None:
+    """The optional extra that --engine needs, before anything: a one-line install command."""
+    from aiayn.errors import require
+    from aiayn.export import ENGINE_NEEDS
+
+    for module in ENGINE_NEEDS[args.engine]:
+        require(module)
+
+
 def translator_from_args(args: argparse.Namespace, fallback_tokenizer: Any = None) -> Any:
     """Load the checkpoint and its tokenizer with the decode settings of the flags."""
     import torch
@@ -202,6 +211,7 @@ def format_nbest(index: int, results: list[tuple[str, Any]], nbest: int) -> list
 def run(args: argparse.Namespace) -> int:
     from aiayn.storage import atomic_write
 
+    require_engine(args)
     if args.attention is not None and args.engine != "torch":
         raise UserError("--attention needs --engine torch (the heatmaps come from aiayn's model)")
     output_file(args.output, "--output")

@@ -13,22 +13,20 @@ refused before anything is written, in one line naming the setting (``check_expo
 
 from __future__ import annotations
 
-import importlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from aiayn.config import DecodeConfig, ModelConfig
 from aiayn.errors import UserError
+from aiayn.errors import require as require  # an optional engine, or its install command
 
 FORMATS = ("ctranslate2", "onnx")
 ENGINES = ("torch", "ctranslate2", "onnx")
 MANIFEST = "aiayn_export.json"  # what aiayn needs to run an export: format, config, table size
 TOKENIZER_FILE = "tokenizer.json"
-INSTALL = "pip install 'aiayn[serve]'"
 DEFAULT_MAX_POSITIONS = 1024  # rows of the exported sinusoid table (sources and outputs)
 
 
@@ -76,12 +74,9 @@ class EngineTranslator:
         return [[(decode(h.tokens), h) for h in hs] for hs in hyps]
 
 
-def require(name: str) -> ModuleType:
-    """Import an optional engine, or a UserError naming the command that installs it."""
-    try:
-        return importlib.import_module(name)
-    except ImportError:
-        raise UserError(f"{name} is not installed; install it with: {INSTALL}") from None
+# What each format needs installed to export (``aiayn export``) and to run (``--engine``).
+EXPORT_NEEDS = {"ctranslate2": ("ctranslate2",), "onnx": ("onnx", "onnxruntime")}
+ENGINE_NEEDS = {"torch": (), "ctranslate2": ("ctranslate2",), "onnx": ("onnxruntime",)}
 
 
 def check_exportable(cfg: ModelConfig, fmt: str) -> None:
