@@ -163,13 +163,13 @@ def test_aiayn_demo_rejects_a_bad_budget(tmp_path, capsys, flag: str, value: str
 @pytest.mark.parametrize(
     ("extra", "budget"),
     [
-        ([], ["--max-minutes", "13.0", "--max-steps", "1000"]),
-        (["--steps", "0"], ["--max-minutes", "13.0", "--max-steps", "0"]),
+        ([], ["--max-minutes", "60.0", "--max-steps", "1000"]),
+        (["--steps", "0"], ["--max-minutes", "60.0", "--max-steps", "0"]),
     ],
     ids=["steps-decide", "minutes-decide"],
 )
 def test_demo_hands_its_budget_to_aiayn_train(tmp_path, monkeypatch, extra, budget) -> None:
-    """By default 1000 steps with 13 minutes as a cap; --steps 0 leaves it to the minutes."""
+    """By default 1000 steps with 60 minutes as a safety net; --steps 0 leaves it to the minutes."""
     import argparse
 
     from aiayn.cli import demo

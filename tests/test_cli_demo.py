@@ -14,7 +14,14 @@ from aiayn.cli import demo, main
 
 
 @pytest.fixture
-def fake_steps(monkeypatch, tmp_path: Path):
+def trained() -> SimpleNamespace:
+    """What the faked steps report: the corpus prepared, and the stop event train logs."""
+    stop = {"event": "stop", "step": 1000, "reason": "reached max_steps=1000"}
+    return SimpleNamespace(source="numbers", stop=stop)
+
+
+@pytest.fixture
+def fake_steps(monkeypatch, tmp_path: Path, trained: SimpleNamespace):
     """Every verb the demo calls, faked: returns the calls and the exit code to give each verb."""
     calls: list[list[str]] = []
     exit_codes: dict[str, int] = {}
@@ -23,7 +30,9 @@ def fake_steps(monkeypatch, tmp_path: Path):
         calls.append(argv)
         verb = argv[0]
         if verb == "train":
-            Path(argv[argv.index("--run") + 1]).mkdir(parents=True)
+            run = Path(argv[argv.index("--run") + 1])
+            run.mkdir(parents=True)
+            (run / "metrics.jsonl").write_text(json.dumps(trained.stop) + "\n")
         if verb == "evaluate":
             report = Path(argv[argv.index("--json") + 1])
             report.write_text(json.dumps({"sacrebleu": {"score": 12.3, "signature": "nrefs:1"}}))
@@ -32,7 +41,7 @@ def fake_steps(monkeypatch, tmp_path: Path):
 
     prepared = SimpleNamespace(texts=lambda split: (["one", "two"], ["eins", "zwei"]))
     monkeypatch.setattr(demo, "_cli", fake_cli)
-    monkeypatch.setattr(demo, "_prepare", lambda args, data: "numbers")
+    monkeypatch.setattr(demo, "_prepare", lambda args, data: trained.source)
     monkeypatch.setattr(aiayn.data, "load_prepared", lambda path: prepared)
     monkeypatch.setattr(aiayn.train, "list_checkpoints", lambda run: ["a", "b"])
     return calls, exit_codes, ["demo", "--run", str(tmp_path / "runs" / "demo"), "--no-progress"]
@@ -81,3 +90,41 @@ def test_two_failed_sub_steps_are_named_in_one_line(fake_steps, capsys) -> None:
     err = capsys.readouterr().err.strip()
     assert "\n" not in err
     assert "aiayn plot (exit 1), aiayn walkthrough (exit 3) failed" in err
+
+
+def test_the_demo_says_beside_its_bleu_when_the_minutes_cut_the_training_short(
+    fake_steps, trained, capsys
+) -> None:
+    _, _, argv = fake_steps
+    assert main(argv) == 0
+    assert "cut short" not in capsys.readouterr().out  # the 1000 steps were trained
+    trained.stop.update(step=730, reason="reached max_minutes=60.0")
+    assert main(argv) == 0
+    out = capsys.readouterr().out.splitlines()
+    at = next(i for i, line in enumerate(out) if line.startswith("sacreBLEU 12.3"))
+    assert out[at + 1] == (
+        "  cut short: the 60-minute cap stopped the training at step 730 of 1000, so this "
+        "BLEU is below that of 1000 steps; give more --minutes"
+    )
+    # --steps 0: the minutes are the budget, not a cap that cut anything short.
+    assert main([*argv, "--steps", "0"]) == 0
+    assert "cut short" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("corpus", "sentence"),
+    [
+        ("multi30k", "A dog runs through the grass."),
+        ("packaged", "Click OK to close the dialog."),
+        ("numbers", "three hundred and twelve"),
+    ],
+)
+def test_the_demo_prints_a_sentence_to_translate_like_its_corpus(
+    fake_steps, trained, capsys, corpus, sentence
+) -> None:
+    _, _, argv = fake_steps
+    trained.source = corpus
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    model = Path(argv[2]) / "average.safetensors"
+    assert f'  echo "{sentence}" | .venv/bin/aiayn translate --checkpoint {model}\n' in out
