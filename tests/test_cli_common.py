@@ -241,3 +241,40 @@ def test_aiayn_version_prints_the_package_version(capsys) -> None:
     assert aiayn.__version__ == project["project"]["version"]
     assert main(["--version"]) == 0
     assert capsys.readouterr().out == f"aiayn {aiayn.__version__}\n"
+
+
+def _help(verb: str, capsys) -> str:
+    assert main([verb, "--help"]) == 0
+    return capsys.readouterr().out
+
+
+def test_train_help_is_grouped_and_says_that_a_preset_changes_the_defaults(capsys) -> None:
+    text = _help("train", capsys)
+    headings = [line for line in text.splitlines() if line.endswith(":") and line[0] != " "]
+    assert [h.split(" ")[0].rstrip(":") for h in headings] == [
+        "options",
+        "presets",
+        "data",
+        "output",
+        "runtime",
+        "model",
+        "training",
+    ]
+    assert "A preset or a\n    schedule changes the defaults" in text
+    section = text[text.index("\ndata:") : text.index("\noutput")]
+    assert "--max-tokens" in section  # a TrainConfig field shown with the data
+    section = text[text.index("\noutput") : text.index("\nruntime")]
+    assert "--save-every-steps" in section
+    assert "--log-every" in section
+    assert "--positions {sinusoidal,sinusoidal-concat,learned}" in text  # choices listed
+    assert "3.2.2: h (default 8)" in text  # the field's comment is its help
+
+
+def test_every_literal_flag_lists_its_choices(capsys) -> None:
+    assert "--length-penalty {gnmt,fairseq,none}" in _help("translate", capsys)
+    assert "--length-penalty {gnmt,fairseq,none}" in _help("evaluate", capsys)
+    text = _help("walkthrough", capsys)
+    assert "--optimizer {adam,sgd}" in text
+    assert "--lang {en,zh}" in text
+    assert "WalkthroughConfig" not in text  # no internal class name
+    assert "the example (defaults: the study note's toy example):" in text

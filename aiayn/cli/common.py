@@ -112,19 +112,49 @@ def _flag_type(hint: Any) -> tuple[Any, list[Any] | None, bool]:
     return hint, None, False
 
 
-def add_config_args(parser: argparse.ArgumentParser, cls: type, skip: tuple[str, ...] = ()) -> None:
-    """One ``--flag`` per field of the config dataclass ``cls`` (the CLI cannot drift from it)."""
-    group = parser.add_argument_group(f"{SECTIONS.get(cls.__name__, cls.__name__)} settings")
+def field_comments(cls: type) -> dict[str, str]:
+    """The comment beside each field in the dataclass's source (its help), where there is one."""
+    import inspect
+    import re
+
+    try:
+        lines = inspect.getsource(cls).splitlines()
+    except (OSError, TypeError):  # no source (a frozen build): the help is the default only
+        return {}
+    found = (re.match(r"\s+(\w+): [^#]*#\s*(.+)$", line) for line in lines)
+    return {m.group(1): m.group(2).strip() for m in found if m}
+
+
+def add_config_args(
+    parser: argparse.ArgumentParser,
+    cls: type,
+    skip: tuple[str, ...] = (),
+    title: str | None = None,
+    description: str | None = None,
+    groups: dict[str, Any] | None = None,
+) -> None:
+    """One ``--flag`` per field of the config dataclass ``cls`` (the CLI cannot drift from it).
+
+    The flags go into an argument group ``title`` (default: "CLS settings"), a field named in
+    ``groups`` into that group instead (e.g. the data or output settings of a TrainConfig).
+    Each flag's help is the field's comment in the source and its default; a ``Literal``
+    field lists its choices.
+    """
+    name = SECTIONS.get(cls.__name__, cls.__name__)
+    group = parser.add_argument_group(title or f"{name} settings", description)
     hints = typing.get_type_hints(cls)
+    comments = field_comments(cls)
     for f in dataclasses.fields(cls):
         if f.name in skip:
             continue
         conv, choices, is_bool = _flag_type(hints[f.name])
         flag = "--" + f.name.replace("_", "-")
         dest = f"{cls.__name__}.{f.name}"
-        help_text = f"default {f.default!r}"
+        default = f"default {f.default}" if choices else f"default {f.default!r}"
+        help_text = f"{comments[f.name]} ({default})" if f.name in comments else default
+        into = (groups or {}).get(f.name, group)
         if is_bool:
-            group.add_argument(
+            into.add_argument(
                 flag,
                 dest=dest,
                 action=argparse.BooleanOptionalAction,
@@ -132,14 +162,14 @@ def add_config_args(parser: argparse.ArgumentParser, cls: type, skip: tuple[str,
                 help=help_text,
             )
         else:
-            group.add_argument(
+            into.add_argument(
                 flag,
                 dest=dest,
                 type=conv,
                 choices=choices,
                 default=argparse.SUPPRESS,
-                metavar=f.name.upper(),
-                help=help_text,
+                metavar=None if choices else f.name.upper(),
+                help=help_text.replace("%", "%%"),
             )
 
 

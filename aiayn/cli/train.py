@@ -24,23 +24,45 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aiayn.cli.common import add_config_args, flag_values
-from aiayn.config import PRESETS, ModelConfig, TrainConfig
+from aiayn.config import PRESETS, ModelConfig, TrainConfig, model_preset
 from aiayn.errors import UserError
 
 if TYPE_CHECKING:
     from aiayn.train.plan import Settings
 
 
+# TrainConfig fields shown with the data and the output flags rather than with the recipe.
+DATA_FIELDS = ("max_tokens",)
+OUTPUT_FIELDS = (
+    "save_every_steps",
+    "save_every_minutes",
+    "keep_last",
+    "log_every",
+    "valid_every",
+    "valid_bleu",
+)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from aiayn.train.schedule import SCHEDULES
 
-    parser.add_argument("--data", metavar="DIR", help="prepared data (aiayn prepare --out DIR)")
-    parser.add_argument("--run", metavar="RUN", required=True, help="the run directory")
-    parser.add_argument("--resume", action="store_true", help="continue RUN's latest checkpoint")
-    parser.add_argument(
-        "--preset", choices=list(PRESETS), default=None, help="model preset (default base)"
+    tiny = model_preset("tiny")
+    parser.usage = "%(prog)s --data DIR --run RUN [--preset NAME] [--config FILE] [FLAG ...]"
+    settings = parser.add_argument_group(
+        "presets and config file",
+        "  Precedence: --preset < --schedule < --config < the flags below. A preset or a\n"
+        "  schedule changes the defaults that the flags below show, which are those of\n"
+        f"  --preset base and --schedule paper (--preset tiny: --d-model {tiny.d_model}, "
+        f"--n-layers {tiny.n_layers}, ...).",
     )
-    parser.add_argument(
+    settings.add_argument(
+        "--preset",
+        choices=list(PRESETS),
+        default=None,
+        metavar="NAME",
+        help=f"model preset: {', '.join(PRESETS)} (default base)",
+    )
+    settings.add_argument(
         "--schedule",
         choices=list(SCHEDULES),
         default=None,
@@ -48,20 +70,39 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         + "; ".join(f"{k}: {v[0]}" for k, v in SCHEDULES.items())
         + " (default paper)",
     )
-    parser.add_argument("--config", metavar="FILE", help="TOML file with [model] and [train]")
-    parser.add_argument(
+    settings.add_argument("--config", metavar="FILE", help="TOML file with [model] and [train]")
+    data = parser.add_argument_group("data")
+    data.add_argument("--data", metavar="DIR", help="prepared data (aiayn prepare --out DIR)")
+    output = parser.add_argument_group("output: the run directory, checkpoints and logs")
+    output.add_argument("--run", metavar="RUN", required=True, help="the run directory")
+    output.add_argument("--resume", action="store_true", help="continue RUN's latest checkpoint")
+    output.add_argument(
+        "--no-progress", action="store_true", help="no progress bar or progress lines"
+    )
+    runtime = parser.add_argument_group("runtime: how to run, not what")
+    runtime.add_argument(
         "--device", default="auto", help="auto (CUDA if present), cpu, cuda or cuda:N"
     )
-    parser.add_argument("--bf16", action="store_true", help="bf16 autocast (CUDA only)")
-    parser.add_argument("--compile", action="store_true", help="torch.compile (CUDA only)")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    parser.add_argument(
+    runtime.add_argument("--bf16", action="store_true", help="bf16 autocast (CUDA only)")
+    runtime.add_argument("--compile", action="store_true", help="torch.compile (CUDA only)")
+    runtime.add_argument(
         "--no-hash-check",
         action="store_true",
         help="check data and checkpoint files by size only, not SHA-256 (for huge files)",
     )
-    add_config_args(parser, ModelConfig, skip=("vocab_size", "pad_id"))
-    add_config_args(parser, TrainConfig)
+    add_config_args(
+        parser,
+        ModelConfig,
+        skip=("vocab_size", "pad_id"),
+        title="model (sections 3.1-3.5; [model] in --config; defaults: --preset base)",
+    )
+    moved = dict.fromkeys(DATA_FIELDS, data) | dict.fromkeys(OUTPUT_FIELDS, output)
+    add_config_args(
+        parser,
+        TrainConfig,
+        title="training (sections 5.2-5.4; [train] in --config; defaults: --preset base)",
+        groups=moved,
+    )
 
 
 def _settings(args: argparse.Namespace) -> Settings:

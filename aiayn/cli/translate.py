@@ -116,7 +116,7 @@ def add_translator_args(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="settings file; its [decode] table is used",
     )
-    add_config_args(parser, DecodeConfig)
+    add_config_args(parser, DecodeConfig, title="decoding (section 6.1; [decode] in --config)")
 
 
 def require_engine(args: argparse.Namespace) -> None:

@@ -28,7 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="write the walkthrough as one self-contained HTML page instead of printing it",
     )
-    add_config_args(parser, WalkthroughConfig)
+    add_config_args(
+        parser, WalkthroughConfig, title="the example (defaults: the study note's toy example)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
