@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser_support import ERRORS_PROBE
+from tests.browser_support import ERRORS_PROBE, OVERFLOW_PROBE
 from tests.explore_support import serve
 
 pytestmark = pytest.mark.slow
@@ -156,6 +156,29 @@ def test_page_in_chromium(server, driver, lang, tmp_path) -> None:
                 )
                 assert c.size["width"] > 0
     assert len(d.find_elements(By.CSS_SELECTOR, "canvas[data-map]")) == 3 * N * (H + 1)
+    # Every small map carries its tokens: the queries beside head 0's rows, the keys under
+    # each map's columns (in the order of the API's pieces).
+    queries, keys = ["<s>", *api["output"]["pieces"][:-1]], api["source"]["pieces"]
+    for name, rows in (("decoder_cross-1-0", queries), ("decoder_cross-1-3", None)):
+        box = canvas(d, name).find_element(By.XPATH, "..")
+        got = [
+            e.get_attribute("textContent")
+            for e in box.find_elements(By.CSS_SELECTOR, ".axis-rows div")
+        ]
+        assert got == (rows or [])
+        got = [
+            e.get_attribute("textContent")
+            for e in box.find_elements(By.CSS_SELECTOR, ".axis-cols div")
+        ]
+        assert got == keys
+    # At 1280 pixels, with a test sentence longer than the panel is wide in the list of the
+    # run's sentences, nothing runs past its panel's edge.
+    d.execute_script(
+        """const o = document.createElement("option");
+        o.textContent = "the dog sees the car and the man finds the ball . ".repeat(6);
+        document.getElementById("example").append(o);"""
+    )
+    assert d.execute_script(OVERFLOW_PROBE) == []
     xe = d.find_element(By.ID, "map-xe")
     assert (int(xe.get_attribute("data-rows")), int(xe.get_attribute("data-cols"))) == (S, 32)
     # The decoder's masked upper triangle is drawn masked (grey), the diagonal is not.

@@ -240,10 +240,27 @@ function heatmap(matrix, opts) {
   }
   if (opts.click) canvas.addEventListener("click", opts.click);
   const wrap = el("div", { class: "map" });
+  // Token labels beside the rows and under the columns, where a cell is tall enough to read
+  // them (a long sentence keeps the tooltip's tokens only).
+  const labelled = cell >= LABEL_MIN_CELL && cw >= LABEL_MIN_CELL;
+  const rowLabels = labelled && opts.rowLabels, colLabels = labelled && opts.colLabels;
+  if (rowLabels || colLabels) wrap.classList.add("labelled");
   if (opts.caption) wrap.append(el("div", { class: "caption", text: opts.caption }));
+  const font = `font-size:${Math.max(8, Math.min(10, cell - 2))}px`;
+  if (rowLabels) {
+    const axis = el("div", { class: "axis-rows", style: font });
+    rowLabels.forEach((q) => axis.append(el("div", { text: q, style: `height:${cell}px;line-height:${cell}px` })));
+    wrap.append(axis);
+  }
   wrap.append(canvas);
+  if (colLabels) {
+    const axis = el("div", { class: "axis-cols", style: font });
+    colLabels.forEach((k) => axis.append(el("div", { text: k, style: `width:${cw}px` })));
+    wrap.append(axis);
+  }
   return wrap;
 }
+const LABEL_MIN_CELL = 8;  // px: smaller cells (sentences of over 22 tokens) are too small
 
 function tip(ev, text) {
   const box = $("tooltip");
@@ -315,12 +332,13 @@ function renderAttention(result) {
       const row = el("div", { class: "layer" }, el("div", { class: "layer-label", text: `${t("layer")} ${l}` }));
       a.weights.forEach((w, h) => {
         const m = heatmap(w, { keep: a.keep, range: [0, 1], caption: `${t("head")} ${h}`,
+          rowLabels: h === 0 ? qs : null, colLabels: ks,  // queries once a row, keys under each
           hover: (r, c) => eqText(result, stack, l, h, r, c),
           click: () => { state.focus = [stack, l, h]; renderFocus(result); renderHistory(result); } });
         m.querySelector("canvas").dataset.map = `${stack}-${l}-${h}`;
         row.append(m);
       });
-      const mean = heatmap(a.mean, { keep: a.keep, range: [0, 1], caption: t("mean"),
+      const mean = heatmap(a.mean, { keep: a.keep, range: [0, 1], caption: t("mean"), colLabels: ks,
         hover: (r, c) => `${t(stack)} ${t("layer")} ${l}: ${t("mean")}\n"${qs[r]}" → "${ks[c]}" = ${fmt(a.mean[r][c], 5)}` });
       mean.querySelector("canvas").dataset.map = `${stack}-${l}-mean`;
       row.append(mean);
