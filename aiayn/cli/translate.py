@@ -102,8 +102,9 @@ def add_translator_args(parser: argparse.ArgumentParser) -> None:
         type=integer(1),
         default=None,
         metavar="N",
-        help="a line of more BPE tokens is not translated: a message on stderr names it, and "
-        f"its output is empty (default: the model's usable length, at most {DEFAULT_INPUT_LIMIT})",
+        help="a line of more BPE tokens is not translated: a message on stderr names it, its "
+        "output is empty and the exit status is 3 (default: the model's usable length, at most "
+        f"{DEFAULT_INPUT_LIMIT})",
     )
     parser.add_argument(
         "--no-cache",
