@@ -194,7 +194,7 @@ def test_cli_prints_the_walkthrough(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_cli_writes_html_and_rejects_bad_flags(tmp_path, capsys: pytest.CaptureFixture[str]):
-    page = tmp_path / "out" / "walkthrough.html"
+    page = tmp_path / "walkthrough.html"  # into an existing directory (a missing one is refused)
     assert main(["walkthrough", "--html", str(page)]) == 0
     text = page.read_text(encoding="utf-8")
     assert all(f'id="{s}"' in text for s in STEPS)
