@@ -21,7 +21,18 @@ import sys
 from types import ModuleType
 
 from aiayn.cli._signals import name_verb, stop_at_once
-from aiayn.errors import UserError
+from aiayn.errors import UserError, missing_extra
+
+# The modules of pyproject.toml's optional extras that the verbs import, and the extra of each
+# (tests/test_cli_extras.py holds this table to pyproject.toml): a verb checks its own first
+# (``aiayn.errors.require``); one it forgot still ends in the one line of ``main``.
+EXTRAS = {
+    "starlette": "explore",  # aiayn explore: the page's server
+    "uvicorn": "explore",
+    "ctranslate2": "serve",  # aiayn export, translate/evaluate --engine (aiayn.export.EXTRA)
+    "onnx": "serve",
+    "onnxruntime": "serve",
+}
 
 
 def _verbs() -> dict[str, ModuleType]:
@@ -83,11 +94,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{verb}: error: {e}", file=sys.stderr)
         return 2
     except ModuleNotFoundError as e:  # an optional extra that a verb imported unchecked
-        from aiayn.errors import OPTIONAL, missing_extra
-
-        if (e.name or "").split(".")[0] not in OPTIONAL:
+        module = (e.name or "").split(".")[0]
+        if module not in EXTRAS:
             raise
-        print(f"{verb}: error: {missing_extra(e.name or '')}", file=sys.stderr)
+        print(f"{verb}: error: {missing_extra(module, EXTRAS[module])}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # inside a verb's interruptible() part, once it has cleaned up
         print(f"{verb}: interrupted", file=sys.stderr)

@@ -38,8 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from aiayn.errors import UserError, require
 
-    require("starlette")  # the optional extra, before anything: pip install 'aiayn[explore]'
-    require("uvicorn")
+    require("starlette", "explore")  # the optional extra, before anything
+    require("uvicorn", "explore")
     if not 0 <= args.port <= 65535:
         raise UserError(f"--port must be in 0..65535, got {args.port}")
     checkpoint = args.checkpoint

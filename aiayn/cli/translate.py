@@ -122,8 +122,7 @@ def add_translator_args(parser: argparse.ArgumentParser) -> None:
 
 def require_engine(args: argparse.Namespace) -> None:
     """The optional extra that --engine needs, before anything: a one-line install command."""
-    from aiayn.errors import require
-    from aiayn.export import ENGINE_NEEDS
+    from aiayn.export import ENGINE_NEEDS, require
 
     for module in ENGINE_NEEDS[args.engine]:
         require(module)

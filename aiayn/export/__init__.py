@@ -17,14 +17,16 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
+from aiayn import errors
 from aiayn.config import DecodeConfig, ModelConfig
 from aiayn.errors import UserError
-from aiayn.errors import require as require  # an optional engine, or its install command
 
 FORMATS = ("ctranslate2", "onnx")
 ENGINES = ("torch", "ctranslate2", "onnx")
+EXTRA = "serve"  # pyproject.toml's extra of the engines: pip install 'aiayn[serve]'
 MANIFEST = "aiayn_export.json"  # what aiayn needs to run an export: format, config, table size
 TOKENIZER_FILE = "tokenizer.json"
 DEFAULT_MAX_POSITIONS = 1024  # rows of the exported sinusoid table (sources and outputs)
@@ -72,6 +74,11 @@ class EngineTranslator:
         hyps = self.translate_ids(self.encode(lines, first_line))  # type: ignore[attr-defined]
         decode = self.tokenizer.decode
         return [[(decode(h.tokens), h) for h in hs] for hs in hyps]
+
+
+def require(name: str) -> ModuleType:
+    """Import an optional engine, or a UserError naming the command that installs it."""
+    return errors.require(name, EXTRA)
 
 
 # What each format needs installed to export (``aiayn export``) and to run (``--engine``).

@@ -1,6 +1,6 @@
 """Every optional dependency a verb imports, hidden one at a time: one line naming its install.
 
-`aiayn.errors.OPTIONAL` lists the modules of pyproject.toml's extras that the verbs import;
+`aiayn.cli.EXTRAS` lists the modules of pyproject.toml's extras that the verbs import;
 each test hides one (``sys.modules[name] = None`` makes its import fail as if it were not
 installed) and runs the verb that needs it in-process.
 """
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from aiayn.cli import main
-from aiayn.errors import OPTIONAL, UserError, require
+from aiayn.cli import EXTRAS, main
+from aiayn.errors import UserError, require
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -32,7 +32,7 @@ def _extras() -> dict[str, list[str]]:
 
 def test_the_table_of_optional_modules_is_pyprojects_extras() -> None:
     from_pyproject = {m: extra for extra, mods in _extras().items() for m in mods}
-    assert from_pyproject == OPTIONAL
+    assert from_pyproject == EXTRAS
 
 
 # (hidden module, the verb's arguments); {ckpt} and {tmp} are filled in. The checkpoint need not
@@ -67,7 +67,7 @@ def hide(monkeypatch, name: str) -> None:
 def test_a_missing_extra_is_one_line_naming_its_install(
     module, argv, tmp_path, monkeypatch, capsys
 ) -> None:
-    assert module in OPTIONAL
+    assert module in EXTRAS
     (tmp_path / "s").write_text("a\n", encoding="utf-8")
     filled = [a.format(ckpt=tmp_path / "model.safetensors", tmp=tmp_path) for a in argv]
     hide(monkeypatch, module)
@@ -75,7 +75,7 @@ def test_a_missing_extra_is_one_line_naming_its_install(
     captured = capsys.readouterr()
     assert captured.err == (
         f"aiayn {argv[0]}: error: {module} is not installed; install it with: "
-        f"pip install 'aiayn[{OPTIONAL[module]}]'\n"
+        f"pip install 'aiayn[{EXTRAS[module]}]'\n"
     )
     assert "Traceback" not in captured.out
     assert not (tmp_path / "o").exists()
@@ -100,7 +100,12 @@ def test_an_extra_imported_unchecked_still_gives_the_one_line(monkeypatch, capsy
 
 
 def test_require_returns_the_module_or_a_user_error(monkeypatch) -> None:
-    assert require("tomllib") is tomllib  # any importable module is returned
+    from aiayn import export
+
+    assert require("tomllib", "serve") is tomllib  # any importable module is returned
     hide(monkeypatch, "onnx")
     with pytest.raises(UserError, match=r"^onnx is not installed; .*'aiayn\[serve\]'$"):
-        require("onnx")
+        require("onnx", "serve")
+    with pytest.raises(UserError, match=r"^onnx is not installed; .*'aiayn\[serve\]'$"):
+        export.require("onnx")  # the library's engines name their extra themselves
+    assert EXTRAS["onnx"] == export.EXTRA
