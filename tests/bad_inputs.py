@@ -910,6 +910,11 @@ HAND = [
     ),
     Case("average-no-out", ("average", "{run}"), "the following arguments are required: --out"),
     Case(
+        "import-hf-out-no-parent",
+        ("import-hf", "--model", "{dir}", "--out", "{tmp}/nodir/m.safetensors"),
+        "--out {tmp}/nodir/m.safetensors: the directory {tmp}/nodir does not exist",
+    ),
+    Case(
         "average-out-no-parent",
         ("average", "{run}", "--last", "1", "--out", "{tmp}/nodir/x.safetensors"),
         "--out {tmp}/nodir/x.safetensors: the directory {tmp}/nodir does not exist",

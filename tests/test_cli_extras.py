@@ -48,6 +48,10 @@ VERBS = [
     ("onnxruntime", ["translate", "--checkpoint", "{ckpt}", "--engine", "onnx"]),
     ("onnxruntime", ["evaluate", "--checkpoint", "{ckpt}", "--engine", "onnx", "--src", "{tmp}/s",
                      "--ref", "{tmp}/s"]),
+    ("transformers", ["export", "--checkpoint", "{ckpt}", "--format", "hf", "--out", "{tmp}/o"]),
+    ("sentencepiece", ["export", "--checkpoint", "{ckpt}", "--format", "hf", "--out", "{tmp}/o"]),
+    ("transformers", ["import-hf", "--model", "{tmp}", "--out", "{tmp}/o/m.safetensors"]),
+    ("sentencepiece", ["import-hf", "--model", "{tmp}", "--out", "{tmp}/o/m.safetensors"]),
 ]  # fmt: skip
 
 

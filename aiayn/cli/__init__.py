@@ -32,6 +32,8 @@ EXTRAS = {
     "ctranslate2": "serve",  # aiayn export, translate/evaluate --engine (aiayn.export.EXTRA)
     "onnx": "serve",
     "onnxruntime": "serve",
+    "transformers": "hf",  # aiayn export --format hf, import-hf (aiayn.export.hf.EXTRA)
+    "sentencepiece": "hf",  # the same, and the tokenizer of an imported Marian model
 }
 
 

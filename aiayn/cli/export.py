@@ -60,6 +60,10 @@ def run(args: argparse.Namespace) -> int:
 
     for module in EXPORT_NEEDS[args.format]:  # the optional extra, before anything
         require(module)
+    if args.format == "hf":
+        from aiayn.export.hf import require_hf
+
+        require_hf()
     out = prepare_out(args.out, args.force)
     rows = args.max_positions if args.max_positions is not None else DEFAULT_MAX_POSITIONS
     if rows < 2:

@@ -33,16 +33,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from aiayn.cli.common import output_file
     from aiayn.export.hf import import_marian, require_hf
     from aiayn.translator import MODEL_FILE, TOKENIZER_KEY
     from aiayn.weights import save_model
 
+    require_hf()  # the optional extra, before anything
     out = Path(args.out)
     if out.is_dir() or not out.suffix:
-        out = out / MODEL_FILE
+        out = out / MODEL_FILE  # a directory named as the output is made, like --run
+    else:
+        output_file(out, "--out")  # a file: in a directory that exists
     if out.exists() and not args.force:
         raise UserError(f"{out}: exists; pass --force to replace it")
-    require_hf()
     state, cfg, tokenizer, meta = import_marian(args.model)
     save_model(out, state, cfg, {TOKENIZER_KEY: tokenizer.to_str(), **meta})
     print(

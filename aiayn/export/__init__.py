@@ -82,7 +82,11 @@ def require(name: str) -> ModuleType:
 
 
 # What each format needs installed to export (``aiayn export``) and to run (``--engine``).
-EXPORT_NEEDS = {"ctranslate2": ("ctranslate2",), "onnx": ("onnx", "onnxruntime")}
+EXPORT_NEEDS = {
+    "ctranslate2": ("ctranslate2",),
+    "onnx": ("onnx", "onnxruntime"),
+    "hf": (),  # its own extra, aiayn[hf]: aiayn.export.hf.require_hf
+}
 ENGINE_NEEDS = {"torch": (), "ctranslate2": ("ctranslate2",), "onnx": ("onnxruntime",)}
 
 

@@ -41,9 +41,9 @@ from torch import Tensor
 
 from aiayn.config import ModelConfig
 from aiayn.data.specials import BOS, EOS, PAD, SPECIAL_TOKENS, UNK
-from aiayn.errors import UserError
+from aiayn.errors import UserError, require
 
-INSTALL = "pip install 'aiayn[hf]'"
+EXTRA = "hf"  # pyproject.toml's extra: pip install 'aiayn[hf]'
 NEVER = -1e9  # the logit bias of a token that is never predicted: exp(-1e9) is 0 in float32
 ORIGIN_KEY = "origin"  # checkpoint metadata: where an imported model came from
 ACTIVATIONS = {"relu": "relu", "silu": "swish"}  # aiayn's name -> Marian's
@@ -52,12 +52,10 @@ HF_LAYER_NORM_EPS = 1e-5  # Marian's nn.LayerNorm(d_model) keeps PyTorch's defau
 
 
 def require_hf() -> Any:
-    """``transformers`` (and sentencepiece), or a one-line UserError naming the install command."""
-    try:
-        import sentencepiece  # noqa: F401
-        import transformers
-    except ImportError:
-        raise UserError(f"transformers is not installed; install it with: {INSTALL}") from None
+    """``transformers`` (and sentencepiece), or a one-line UserError naming the missing one and
+    the install command (``pip install 'aiayn[hf]'``)."""
+    require("sentencepiece", EXTRA)
+    transformers = require("transformers", EXTRA)
     transformers.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
     return transformers
