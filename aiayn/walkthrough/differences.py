@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from aiayn import reference as ref
+from aiayn import numpy_twin as ref
 from aiayn.model import Transformer
 from aiayn.train.schedule import noam_lr
 from aiayn.walkthrough.doc import Aside, Formula, Group, Mat, Para, Section, Table, arr

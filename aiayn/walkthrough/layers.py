@@ -3,7 +3,7 @@
 One table, ``ENCODER`` and ``DECODER``, says what each step is: a multi-head attention, an
 Add & Norm or a feed-forward network, which of the layer's modules it uses, which values of
 ``aiayn.trace`` it starts from and proves, and its symbols. Each step recomputes its formula
-with the NumPy twin (``aiayn.reference``) from the model's parameters and from the model's own
+with the NumPy twin (``aiayn.numpy_twin``) from the model's parameters and from the model's own
 values of the previous step, and is proved before the next one is shown.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from aiayn import reference as ref
+from aiayn import numpy_twin as ref
 from aiayn.walkthrough import differences
 from aiayn.walkthrough.doc import Formula, Group, Mat, Para, Section, arr
 from aiayn.walkthrough.steps import Steps

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from aiayn import reference as ref
-from aiayn.reference.model import encoder_layer_forward
+from aiayn import numpy_twin as ref
+from aiayn.numpy_twin.model import encoder_layer_forward
 from aiayn.walkthrough.doc import Figure, Formula, Group, Mat, Para, Section, Table
 
 if TYPE_CHECKING:

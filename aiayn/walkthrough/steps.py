@@ -1,7 +1,7 @@
 """The note's steps 1, 6, 13 and 14, and what every step shares.  Sections 3.1-3.5.
 
 Every step takes the previous step's values from ``aiayn.trace`` (what the PyTorch model
-computed), computes the note's formula again with the NumPy twin (``aiayn.reference``) from the
+computed), computes the note's formula again with the NumPy twin (``aiayn.numpy_twin``) from the
 model's own parameters, and checks that both agree (``Prover``); a mismatch raises
 ``ProofError`` naming the step. The layers' steps 2-5 and 7-12 are in ``layers``.
 """
@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from aiayn import reference as ref
+from aiayn import numpy_twin as ref
 from aiayn.model import Trace
 from aiayn.walkthrough.doc import Formula, Group, Mat, Para, Prover, Section, Table, arr
 from aiayn.walkthrough.example import Example

@@ -203,7 +203,7 @@ TEXT: dict[str, str] = {
     "backward.title": "Backpropagation",
     "backward.text": (
         "One backward pass computes the gradient of the mean smoothed loss with respect to every "
-        "parameter. PyTorch's autograd does it for the model; the NumPy twin (aiayn.reference) "
+        "parameter. PyTorch's autograd does it for the model; the NumPy twin (aiayn.numpy_twin) "
         "does it by hand, block by block, with the chain rule written out (derivations in "
         "docs/math.md). Each gradient below is proved twice over: the twin's equals autograd's. "
         "The chain starts at the logits, where the gradient is simply (p − q)/n_D, and flows back "

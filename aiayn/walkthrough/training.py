@@ -1,7 +1,7 @@
 """The loss row by row, one backward pass, one optimizer step.  Sections 5.3 and 5.4.
 
 The backward pass is proved twice over: PyTorch's autograd and the NumPy twin's hand-written
-chain rule (``aiayn.reference``) must give the same gradient for every parameter; the
+chain rule (``aiayn.numpy_twin``) must give the same gradient for every parameter; the
 optimizer step is computed by hand from Adam's formulas and compared with ``torch.optim``.
 """
 
@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from aiayn import reference as ref
+from aiayn import numpy_twin as ref
 from aiayn.config import TrainConfig
 from aiayn.loss import label_smoothed_loss
 from aiayn.train.schedule import make_optimizer, noam_lr, set_lr

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from aiayn.config import ModelConfig
-from aiayn.reference.attention import mha_backward, mha_forward
-from aiayn.reference.blocks import (
+from aiayn.numpy_twin.attention import mha_backward, mha_forward
+from aiayn.numpy_twin.blocks import (
     embed_backward,
     embed_forward,
     ffn_backward,

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from aiayn import ModelConfig, Transformer
-from aiayn import reference as ref
+from aiayn import numpy_twin as ref
 from aiayn.attention import scaled_dot_product_attention
 from aiayn.walkthrough.example import float64
 
