@@ -1,4 +1,4 @@
-"""For the Multi30k tests (test_data_corpora.py, test_demo_corpus.py): small raw files in
+"""For the Multi30k tests (test_data_corpora.py, test_cli_demo_corpus.py): small raw files in
 Multi30k's layout, and a local HTTP server to download them (or anything else) from."""
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ from aiayn.config import PRESETS, ModelConfig, TrainConfig, model_preset
 from aiayn.errors import UserError
 
 if TYPE_CHECKING:
-    from aiayn.train.plan import Settings
+    from aiayn.train.configure import Settings
 
 
 # TrainConfig fields shown with the data and the output flags rather than with the recipe.
@@ -107,7 +107,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _settings(args: argparse.Namespace) -> Settings:
     """What the command line asks for; ``aiayn.train.resolve_configs`` merges it."""
-    from aiayn.train.plan import Settings
+    from aiayn.train.configure import Settings
 
     return Settings(
         preset=args.preset,
@@ -213,7 +213,7 @@ class _Progress:
 def run(args: argparse.Namespace) -> int:
     from aiayn.storage import DirectoryLock, set_hash_checks
     from aiayn.train.distributed import pick_device
-    from aiayn.train.plan import check_run_dir
+    from aiayn.train.configure import check_run_dir
 
     run_dir = Path(args.run)
     device = pick_device(args.device)  # a missing GPU is an error before anything is loaded

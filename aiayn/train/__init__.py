@@ -1,10 +1,13 @@
 """Training with the paper's recipe.  Sections 5.1-5.4 and 6.1 (checkpoint averaging).
 
-``schedule`` holds Eq. (3) and Adam, ``loss`` the label-smoothed cross-entropy, ``loop`` the
-training loop, ``plan`` what a run is merged from and checked against before it starts (the
-settings, its config.json, the data's tokenizer), ``checkpoints`` the run's checkpoint
-directories and resuming, ``averaging`` checkpoint averaging (6.1), ``distributed`` the
-torchrun process group, ``metrics`` the JSON-lines log and its plots.
+``schedule`` holds Eq. (3) and Adam, ``loop`` the training loop (the label-smoothed loss it
+minimises is ``aiayn.loss``), ``configure`` what a run is merged from and checked against
+before its first step (the settings, its config.json, the data's tokenizer), ``runtime`` what
+runs around the loop (``Runtime``: device, kernels, bf16, compile; the ``Session`` that writes
+checkpoints and metrics and decides when to stop; the batch stream; signals),
+``checkpoints`` writing and resuming checkpoints (their layout: ``aiayn.run_dir``),
+``averaging`` checkpoint averaging (6.1), ``distributed`` the torchrun process group,
+``metrics`` the JSON-lines log and its plots, ``bleu`` the validation BLEU.
 """
 
 from aiayn.loss import label_smoothed_loss, smoothed_entropy, token_accuracy
@@ -12,7 +15,7 @@ from aiayn.train.averaging import average_checkpoints, average_to_file, resolve_
 from aiayn.train.checkpoints import Progress, latest_checkpoint, list_checkpoints
 from aiayn.train.loop import TrainResult, train, train_step, validate
 from aiayn.train.metrics import plot_metrics, read_metrics
-from aiayn.train.plan import (
+from aiayn.train.configure import (
     RunConfig,
     Settings,
     check_run,
@@ -21,7 +24,7 @@ from aiayn.train.plan import (
     resolve_configs,
 )
 from aiayn.train.schedule import SCHEDULES, make_optimizer, noam_lr, schedule_preset
-from aiayn.train.session import Runtime, TrainData, TrainingDiverged
+from aiayn.train.runtime import Runtime, TrainData, TrainingDiverged
 
 __all__ = [
     "SCHEDULES",

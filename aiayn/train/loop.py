@@ -30,9 +30,9 @@ from aiayn.train.bleu import BleuScorer, valid_bleu
 from aiayn.train.checkpoints import Progress
 from aiayn.train.distributed import World, all_reduce_sum, setup
 from aiayn.train.metrics import perplexity
-from aiayn.train.plan import check_run
+from aiayn.train.configure import check_run
 from aiayn.train.schedule import make_optimizer, noam_lr, set_lr
-from aiayn.train.session import (
+from aiayn.train.runtime import (
     BatchStream,
     Runtime,
     Session,

@@ -1,4 +1,4 @@
-"""What surrounds the training loop: the run directory, clocks, signals, devices, data position.
+"""How a run runs, around the loop: devices and kernels, the run directory, clocks, signals.
 
 ``Session`` starts or resumes a run, writes its checkpoints and metrics and decides when to
 stop; ``BatchStream`` reads this process's token-budget batches epoch after epoch from a saved

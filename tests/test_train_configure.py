@@ -1,4 +1,4 @@
-"""The rules of aiayn/train/plan.py, met by a Python caller of ``train`` (not the CLI).
+"""The rules of aiayn/train/configure.py, met by a Python caller of ``train`` (not the CLI).
 
 Resuming (the run, its config.json, the last checkpoint), the precedence of settings, and the
 data's tokenizer against the model config and the checkpoints: the refusals ``aiayn train``

@@ -39,7 +39,7 @@ from aiayn.train.checkpoints import (
     latest_checkpoint,
 )
 from aiayn.train.schedule import schedule_preset
-from aiayn.train.session import TrainData
+from aiayn.train.runtime import TrainData
 
 
 @dataclass(frozen=True, kw_only=True)
