@@ -36,7 +36,7 @@ from typing import Any
 import torch
 
 from aiayn.config import DecodeConfig
-from aiayn.data.specials import collate
+from aiayn.data.batch import collate
 from aiayn.model import Transformer
 from aiayn.translator import Translator
 

@@ -212,8 +212,8 @@ class _Progress:
 
 def run(args: argparse.Namespace) -> int:
     from aiayn.storage import DirectoryLock, set_hash_checks
-    from aiayn.train.distributed import pick_device
     from aiayn.train.configure import check_run_dir
+    from aiayn.train.distributed import pick_device
 
     run_dir = Path(args.run)
     device = pick_device(args.device)  # a missing GPU is an error before anything is loaded

@@ -1,14 +1,15 @@
 """Data: corpora, the shared BPE vocabulary and token-budget batches.  Section 5.1.
 
-The contract every other module relies on (``Batch``, the special token ids) lives in
-``aiayn.data.specials``. ``splits`` holds the pairs as token ids, ``token_budget`` the
-token-budget batches, ``bpe`` the shared byte-pair ``Tokenizer``, ``synthetic`` the copy and
-reverse tasks, ``store`` the prepared data directory (``load_prepared``), ``prepare`` and
-``corpora`` the way from a corpus to it.
+The contract every other module relies on: the special token ids in ``aiayn.data.specials``,
+the padded ``Batch`` and ``collate`` in ``aiayn.data.batch``. ``splits`` holds the pairs as
+token ids, ``token_budget`` the token-budget batches, ``bpe`` the shared byte-pair
+``Tokenizer``, ``synthetic`` the copy and reverse tasks, ``store`` the prepared data directory
+(``load_prepared``), ``prepare`` and ``corpora`` the way from a corpus to it.
 """
 
+from aiayn.data.batch import Batch, collate
 from aiayn.data.bpe import Tokenizer
-from aiayn.data.specials import BOS, EOS, PAD, SPECIAL_TOKENS, UNK, Batch, collate
+from aiayn.data.specials import BOS, EOS, PAD, SPECIAL_TOKENS, UNK
 from aiayn.data.splits import ArraySplit, InMemorySplit, Split
 from aiayn.data.store import MemmapSplit, PreparedData, load_prepared
 from aiayn.data.synthetic import synthetic_pairs

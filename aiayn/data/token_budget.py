@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from aiayn.data.specials import Batch, collate
+from aiayn.data.batch import Batch, collate
 from aiayn.data.splits import Split
 
 log = logging.getLogger(__name__)

@@ -28,7 +28,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from aiayn.data.specials import EOS, PAD, collate
+from aiayn.data.batch import collate
+from aiayn.data.specials import EOS, PAD
 from aiayn.decode import Hypothesis, StepFn, max_lengths, search
 from aiayn.errors import UserError
 from aiayn.evaluate import Perplexity

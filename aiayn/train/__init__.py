@@ -13,8 +13,6 @@ checkpoints and metrics and decides when to stop; the batch stream; signals),
 from aiayn.loss import label_smoothed_loss, smoothed_entropy, token_accuracy
 from aiayn.train.averaging import average_checkpoints, average_to_file, resolve_model_files
 from aiayn.train.checkpoints import Progress, latest_checkpoint, list_checkpoints
-from aiayn.train.loop import TrainResult, train, train_step, validate
-from aiayn.train.metrics import plot_metrics, read_metrics
 from aiayn.train.configure import (
     RunConfig,
     Settings,
@@ -23,8 +21,10 @@ from aiayn.train.configure import (
     read_run_config,
     resolve_configs,
 )
-from aiayn.train.schedule import SCHEDULES, make_optimizer, noam_lr, schedule_preset
+from aiayn.train.loop import TrainResult, train, train_step, validate
+from aiayn.train.metrics import plot_metrics, read_metrics
 from aiayn.train.runtime import Runtime, TrainData, TrainingDiverged
+from aiayn.train.schedule import SCHEDULES, make_optimizer, noam_lr, schedule_preset
 
 __all__ = [
     "SCHEDULES",

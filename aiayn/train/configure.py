@@ -38,8 +38,8 @@ from aiayn.train.checkpoints import (
     check_trainer_state,
     latest_checkpoint,
 )
-from aiayn.train.schedule import schedule_preset
 from aiayn.train.runtime import TrainData
+from aiayn.train.schedule import schedule_preset
 
 
 @dataclass(frozen=True, kw_only=True)

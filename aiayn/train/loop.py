@@ -28,10 +28,9 @@ from aiayn.loss import label_smoothed_loss, token_accuracy
 from aiayn.model import Transformer
 from aiayn.train.bleu import BleuScorer, valid_bleu
 from aiayn.train.checkpoints import Progress
+from aiayn.train.configure import check_run
 from aiayn.train.distributed import World, all_reduce_sum, setup
 from aiayn.train.metrics import perplexity
-from aiayn.train.configure import check_run
-from aiayn.train.schedule import make_optimizer, noam_lr, set_lr
 from aiayn.train.runtime import (
     BatchStream,
     Runtime,
@@ -42,6 +41,7 @@ from aiayn.train.runtime import (
     stop_on_signals,
     wrap,
 )
+from aiayn.train.schedule import make_optimizer, noam_lr, set_lr
 
 Autocast = Callable[[], contextlib.AbstractContextManager]
 VALID_CHUNK = 4096  # target tokens whose (C, V) logits validation holds at once
