@@ -4,9 +4,9 @@ Plain PyTorch, to be read next to the paper. Shape key, used in every shape comm
     B batch, S source length, T target length, L any length (Lq queries, Lk keys),
     D d_model, H heads, K d_k = d_v, F d_ff, V vocabulary.
 
-Masks are boolean, broadcastable to (B, H, Lq, Lk), and True means "may attend". The faster
-kernels for the same formula live in ``aiayn.kernels`` and reach ``MultiHeadAttention`` through
-its ``attend`` argument (``ModelConfig.kernels``).
+Masks are boolean, broadcastable to (B, H, Lq, Lk), and True means "may attend".
+``MultiHeadAttention`` computes Eq. (1) with its ``attend`` argument, ``attention`` here unless
+whoever builds it passes another function of the same signature.
 """
 
 from __future__ import annotations
@@ -102,8 +102,8 @@ def attention(
 ) -> Tensor:
     """softmax(Q K^T / sqrt(d_k)) V, with the causal mask when asked.  Sections 3.2.1, 3.2.3.
 
-    The plain ``attend`` of ``MultiHeadAttention``; ``aiayn.kernels.attention.attention`` is
-    the fast one, proven equal to this.
+    The plain ``attend`` of ``MultiHeadAttention``: any other ``attend`` must be proven equal
+    to it.
 
     Shapes: q (B, H, Lq, K); k, v (B, H, Lk, K) -> (B, H, Lq, K).
     """
@@ -113,6 +113,7 @@ def attention(
 
 
 Attend = Callable[..., Tensor]  # (q, k, v, keep, causal, dropout_p) -> output, as ``attention``
+_BLOCKS = {"qkv": (0, 3), "q": (0, 1), "kv": (1, 3)}  # blocks of [W^Q | W^K | W^V], as slices
 
 
 class MultiHeadAttention(nn.Module):
@@ -123,7 +124,7 @@ class MultiHeadAttention(nn.Module):
     (D, 3 H K), head i of W^Q in columns i K to (i + 1) K; ``w_o`` is W^O of shape (H K, D).
     (With d_v != d_k, Table 3 row B, the W^V block has H d_v columns.) Self-attention projects
     Q, K and V with one matmul; cross-attention projects K and V of the memory with one matmul.
-    ``attend`` computes Eq. (1): ``attention`` here, or a kernel of ``aiayn.kernels``.
+    ``attend`` computes Eq. (1): ``attention`` unless the builder passes another.
     """
 
     def __init__(
@@ -169,11 +170,13 @@ class MultiHeadAttention(nn.Module):
     b_k = property(lambda self: self._bias(1))
     b_v = property(lambda self: self._bias(2))
 
-    def _project(self, x: Tensor, first: int, last: int) -> list[Tensor]:
-        """[x W^Q | x W^K | x W^V][first:last] (+ b) in one matmul, split per head.
+    def _project(self, x: Tensor, blocks: str) -> list[Tensor]:
+        """x W for the blocks named ("qkv", "q" or "kv") of W = [W^Q | W^K | W^V] (+ b), in one
+        matmul, split per head.
 
-        Shapes: x (B, L, D) -> last - first tensors (B, H, L, K).
+        Shapes: x (B, L, D) -> one tensor (B, H, L, K) per block named.
         """
+        first, last = _BLOCKS[blocks]
         lo, hi = sum(self.sizes[:first]), sum(self.sizes[:last])
         b = None if self.b_qkv is None else self.b_qkv[lo:hi]
         y = F.linear(x, self.w_qkv[:, lo:hi].t(), b)  # (B, L, hi - lo)
@@ -188,7 +191,7 @@ class MultiHeadAttention(nn.Module):
 
         Shapes: (B, S, D) -> 2 x (B, H, S, K).
         """
-        k, v = self._project(memory, 1, 3)
+        k, v = self._project(memory, "kv")
         return k, v
 
     def forward(
@@ -215,14 +218,14 @@ class MultiHeadAttention(nn.Module):
         """
         B, Lq, _ = x.shape
         if memory is None:
-            q, k, v = self._project(x, 0, 3)  # (B, H, Lq, K) each: one matmul for Q, K, V
+            q, k, v = self._project(x, "qkv")  # (B, H, Lq, K) each: one matmul for Q, K, V
             if cache is not None:
                 if "k" in cache:  # the keys and values of earlier positions
                     k = torch.cat([cache["k"], k], dim=2)  # (B, H, Lk, K)
                     v = torch.cat([cache["v"], v], dim=2)  # (B, H, Lk, K)
                 cache["k"], cache["v"] = k, v
         else:
-            (q,) = self._project(x, 0, 1)  # (B, H, Lq, K)
+            (q,) = self._project(x, "q")  # (B, H, Lq, K)
             if cache is not None and "k" in cache:
                 k, v = cache["k"], cache["v"]  # (B, H, Lk, K): computed once per source
             else:

@@ -28,7 +28,6 @@ from typing import Any, Literal
 from aiayn.errors import UserError
 
 Positions = Literal["sinusoidal", "sinusoidal-concat", "learned"]
-Kernels = Literal["fast", "plain"]
 LengthPenalty = Literal["gnmt", "fairseq", "none"]
 Activation = Literal["relu", "silu"]
 DecoderStart = Literal["bos", "pad"]
@@ -64,7 +63,6 @@ class ModelConfig:
     attn_bias: bool = False  # EXTENSION: biases in W^Q, W^K, W^V, W^O (Eq. of 3.2.2 has none)
     layer_norm_eps: float = 1e-5  # not given in the paper; PyTorch's default
     pad_id: int = 0  # the padding token of the shared vocabulary
-    kernels: Kernels = "fast"  # aiayn.kernels (speed only, proven equal); "plain": plain PyTorch
     # Marian / OPUS-MT (docs/huggingface.md); each an EXTENSION, off by default:
     activation: Activation = "relu"  # EXTENSION: "silu" (swish) in the FFN; Eq. (2) is ReLU
     logits_bias: bool = False  # EXTENSION: logits Z_D E^T + b, b (V,) (Marian's final_logits_bias)
@@ -98,11 +96,6 @@ class ModelConfig:
             self.positions == "learned" or self.d_model % 2 == 0,
             "d_model",
             f"sinusoidal positions need an even d_model, got {self.d_model}",
-        )
-        _check(
-            self.kernels in ("fast", "plain"),
-            "kernels",
-            f"must be fast or plain, got {self.kernels!r}",
         )
         _check(
             self.activation in ("relu", "silu"),
@@ -304,12 +297,16 @@ def to_dict(cfg: Any) -> dict[str, Any]:
     return dataclasses.asdict(cfg)
 
 
+# Fields that older checkpoints stored in their ModelConfig and that are now chosen when a model
+# is run (``--kernels``, ``aiayn.kernels``): how to run is not what to compute. Ignored on load.
+RUN_TIME_FIELDS = ("kernels", "fused_attention")
+
+
 def from_dict(cls: type, data: dict[str, Any]) -> Any:
     """Rebuild a config from ``to_dict`` output, naming any unknown field."""
     names = {f.name for f in dataclasses.fields(cls)}
-    if cls is ModelConfig and "fused_attention" in data:  # checkpoints from before "kernels"
-        data = dict(data)
-        data.setdefault("kernels", "fast" if data.pop("fused_attention") else "plain")
+    if cls is ModelConfig:
+        data = {k: v for k, v in data.items() if k not in RUN_TIME_FIELDS}
     unknown = sorted(set(data) - names)
     if unknown:
         raise ValueError(f"{cls.__name__}: unknown field(s) {', '.join(unknown)}")
@@ -402,7 +399,10 @@ def load_toml(path: str | Path | None) -> dict[str, Any]:
         names = {f.name for f in dataclasses.fields(cls)}
         bad = sorted(set(data[table]) - names)
         if bad:
-            raise UserError(f"{p}: unknown setting(s) in [{table}]: {', '.join(bad)}")
+            moved = " (kernels are chosen when a model runs: --kernels)" * bool(
+                set(bad) & set(RUN_TIME_FIELDS)
+            )
+            raise UserError(f"{p}: unknown setting(s) in [{table}]: {', '.join(bad)}{moved}")
         hints = typing.get_type_hints(cls)
         checked = {}
         for name, value in data[table].items():

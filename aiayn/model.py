@@ -1,10 +1,11 @@
 """The Transformer: embeddings, positions, FFN, layers, stacks.  Sections 3.1, 3.3, 3.4, 3.5.
 
 Plain PyTorch, to be read next to the paper. Every intermediate the study note names is
-available through ``trace``; the normal forward pass records nothing. The four operations a
-speed kernel may replace (attention, the FFN, dropout, the output layer with its loss) are
-reached through one seam, ``Ops``, chosen by ``ModelConfig.kernels``: "plain" runs the
-functions of this file and ``aiayn.attention``, "fast" those of ``aiayn.kernels``.
+available through ``trace``; the normal forward pass records nothing. The model computes four
+operations through ``Ops`` (attention, the FFN, dropout, the output layer with its loss), given
+by whoever builds it: ``PLAIN``, the functions of this file and ``aiayn.attention``, unless
+told otherwise. Faster operations proven equal to these are applied from above, as
+``torch.compile`` is: ``Transformer(cfg, ops=aiayn.kernels.FAST)``.
 
 >>> from aiayn import ModelConfig, Transformer
 >>> model = Transformer(ModelConfig(vocab_size=20, d_model=16, n_heads=2, d_ff=32, n_layers=1))
@@ -117,19 +118,6 @@ class Ops:
 
 
 PLAIN = Ops(attention, feed_forward, _dropout, _output_loss)  # standard PyTorch ops only
-
-
-def kernel_ops(kernels: str) -> Ops:
-    """The operations of ``ModelConfig.kernels``: PLAIN, or ``aiayn.kernels.FAST``.
-
-    The one seam between the paper's code and the speed kernels; each kernel is proven equal to
-    its plain operation in tests/test_kernels.py.
-    """
-    if kernels == "plain":
-        return PLAIN
-    from aiayn.kernels import FAST
-
-    return FAST
 
 
 class FeedForward(nn.Module):
@@ -312,11 +300,14 @@ class Transformer(nn.Module):
     logits are Z_D E^T. Positions are added at the bottom of both stacks (3.5); neither stack
     ends with an extra LayerNorm (post-LN, 3.1).
 
+    ``ops`` are the four operations the layers compute with (``PLAIN``: the formulas of this
+    file); they are how to run, not what to compute, so no checkpoint stores them.
+
     Shapes: src (B, S) and tgt_in (B, T) token ids, padded with ``config.pad_id`` on the right
     -> logits (B, T, V).
     """
 
-    def __init__(self, config: ModelConfig) -> None:
+    def __init__(self, config: ModelConfig, ops: Ops = PLAIN) -> None:
         super().__init__()
         self.config = cfg = config
         self.embedding = nn.Parameter(torch.empty(cfg.vocab_size, cfg.d_model))  # (V, D): E
@@ -328,7 +319,7 @@ class Transformer(nn.Module):
         if cfg.logits_bias:
             # EXTENSION: a bias on the logits (Marian's final_logits_bias); off by default.
             self.logits_bias = nn.Parameter(torch.zeros(cfg.vocab_size))  # (V,)
-        self.ops = ops = kernel_ops(cfg.kernels)
+        self.ops = ops
         self.encoder = nn.ModuleList(EncoderLayer(cfg, ops) for _ in range(cfg.n_layers))
         self.decoder = nn.ModuleList(DecoderLayer(cfg, ops) for _ in range(cfg.decoder_layers))
         if cfg.norm_first:
@@ -429,8 +420,8 @@ class Transformer(nn.Module):
         """logits = Decoder(tgt_in, Encoder(src)) E^T.  Section 3.
 
         With ``target`` (B, T), returns instead the label-smoothed loss of section 5.4 as
-        (smoothed sum, NLL sum, non-pad target tokens): ``label_smoothed_loss`` of the logits
-        (plain), or the fast kernel that never builds the (B, T, V) logits at once.
+        (smoothed sum, NLL sum, non-pad target tokens): ``ops.output_loss``, which is
+        ``label_smoothed_loss`` of the logits Z_D E^T in ``PLAIN``.
 
         Shapes: src (B, S), tgt_in (B, T) -> (B, T, V).
         """

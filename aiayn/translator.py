@@ -14,7 +14,6 @@ characters go through the tokenizer's bytes.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -23,37 +22,20 @@ from typing import Any
 
 import torch
 
-from aiayn.config import DecodeConfig, Kernels
+from aiayn.config import DecodeConfig
 from aiayn.data.specials import EOS, PAD
 from aiayn.decode import BeamStep, Hypothesis, max_lengths, model_step_fn, search
 from aiayn.errors import UserError
+from aiayn.kernels import Kernels, kernel_ops
 from aiayn.model import Transformer
+from aiayn.run_dir import resolve_checkpoint
+from aiayn.weights import load_model
 
 log = logging.getLogger(__name__)
 
-MODEL_FILE = "model.safetensors"
 TOKENIZER_KEY = "tokenizer"  # checkpoint metadata: Tokenizer.to_str()
 TRAINED_LENGTH_KEY = "max_train_length"  # checkpoint metadata: longest sequence (tokens) trained on
 DEFAULT_INPUT_LIMIT = 1024  # tokens of one input line (without EOS) when none is given
-
-
-def resolve_checkpoint(path: str | Path) -> Path:
-    """The model file PATH means: itself, DIR/model.safetensors, or a run's latest complete
-    checkpoint (``aiayn.train.checkpoints.latest_checkpoint``)."""
-    p = Path(path)
-    if p.is_file():
-        return p
-    if (p / MODEL_FILE).is_file():
-        return p / MODEL_FILE
-    from aiayn.train.checkpoints import CHECKPOINTS, latest_checkpoint
-
-    run = p if (p / CHECKPOINTS).is_dir() else p.parent  # a run directory or its checkpoints/
-    latest = latest_checkpoint(run) if (run / CHECKPOINTS).is_dir() else None  # complete only
-    if latest is not None:
-        return latest / MODEL_FILE
-    if not p.exists():
-        raise UserError(f"{p}: checkpoint not found")
-    raise UserError(f"{p}: no {MODEL_FILE}, checkpoints/latest or step_* checkpoint in it")
 
 
 def length_batches(
@@ -233,54 +215,6 @@ class Translator:
         return out
 
 
-def check_fits(path: str | Path, config: Any, found: dict[str, tuple[int, ...]]) -> None:
-    """Raise one UserError naming path when the tensors' shapes do not fit the config."""
-    with torch.device("meta"):  # shapes only, nothing allocated
-        expected = {k: tuple(v.shape) for k, v in Transformer(config).state_dict().items()}
-    problems = [f"{k} missing" for k in expected if k not in found]
-    problems += [f"{k} unexpected" for k in found if k not in expected]
-    problems += [
-        f"{k} has shape {found[k]}, the config needs {shape}"
-        for k, shape in expected.items()
-        if k in found and found[k] != shape
-    ]
-    if problems:
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise UserError(
-            f"{path}: weights do not match the architecture stored with them: {problems[0]}{more}"
-        )
-
-
-def check_file_fits(path: str | Path) -> None:
-    """check_fits for a safetensors file, reading only its header (no tensor data)."""
-    from safetensors import safe_open
-
-    from aiayn.weights import read_config
-
-    config = read_config(path)
-    with safe_open(str(path), framework="pt") as f:
-        found = {k: tuple(f.get_slice(k).get_shape()) for k in f.keys()}  # noqa: SIM118
-    check_fits(path, config, found)
-
-
-def load_checked(
-    path: Path, device: str | torch.device, kernels: Kernels | None = None
-) -> tuple[Transformer, dict[str, str]]:
-    """The model of a checkpoint; weights that do not fit its config are one clear UserError.
-
-    ``kernels`` ("fast" or "plain") replaces the checkpoint's choice when given.
-    """
-    from aiayn.weights import load_state
-
-    state, config, meta = load_state(path)
-    check_fits(path, config, {k: tuple(v.shape) for k, v in state.items()})
-    if kernels is not None:
-        config = dataclasses.replace(config, kernels=kernels)
-    model = Transformer(config)
-    model.load_state_dict(state)
-    return model.to(device).eval(), meta
-
-
 def load_tokenizer(path: str | Path) -> Any:
     from aiayn.data import Tokenizer
 
@@ -293,21 +227,22 @@ def load_translator(
     tokenizer: Any = None,
     device: str | torch.device | None = None,
     fallback_tokenizer: Any = None,
-    kernels: Kernels | None = None,
+    kernels: Kernels = "fast",
     **kw: Any,
 ) -> Translator:
     """A Translator from a checkpoint (file, checkpoint dir or run dir).  Section 6.1.
 
     ``tokenizer`` (a Tokenizer or a path) overrides the one in the checkpoint's metadata;
     ``fallback_tokenizer`` (e.g. the prepared data's) is used when the checkpoint has none;
-    ``kernels`` replaces the checkpoint's ``ModelConfig.kernels`` when given. A
+    ``kernels`` are the operations the model runs with ("fast": ``aiayn.kernels.FAST``, proven
+    equal to "plain", ``aiayn.model.PLAIN``): a run-time choice, not stored in checkpoints. A
     checkpoint whose weights do not fit its config, or a tokenizer of another vocabulary, is a
     UserError with one clear message.
     """
     from aiayn.data import Tokenizer
 
     path = resolve_checkpoint(checkpoint)
-    model, meta = load_checked(path, device or default_device(), kernels)
+    model, meta = load_model(path, device or default_device(), ops=kernel_ops(kernels))
     if isinstance(tokenizer, str | Path):
         tokenizer = load_tokenizer(tokenizer)
     if tokenizer is None and TOKENIZER_KEY not in meta:

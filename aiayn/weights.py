@@ -21,7 +21,7 @@ from torch import Tensor
 from aiayn import storage
 from aiayn.config import ModelConfig, from_dict, to_dict
 from aiayn.errors import UserError
-from aiayn.model import Transformer
+from aiayn.model import PLAIN, Ops, Transformer
 
 CONFIG_KEY = "model_config"
 DIGEST_KEY = "weights_sha256"
@@ -129,24 +129,54 @@ def load_state(path: str | Path) -> tuple[dict[str, Tensor], ModelConfig, dict[s
     return state, config, meta
 
 
-def load_model(
-    path: str | Path, device: torch.device | str = "cpu", expect: ModelConfig | None = None
-) -> tuple[Transformer, dict[str, str]]:
-    """Build the model a checkpoint describes and load its weights.
+def check_fits(path: str | Path, config: ModelConfig, found: dict[str, tuple[int, ...]]) -> None:
+    """Raise one UserError naming path when the tensors' shapes do not fit the config."""
+    with torch.device("meta"):  # shapes only, nothing allocated
+        expected = {k: tuple(v.shape) for k, v in Transformer(config).state_dict().items()}
+    problems = [f"{k} missing" for k in expected if k not in found]
+    problems += [f"{k} unexpected" for k in found if k not in expected]
+    problems += [
+        f"{k} has shape {found[k]}, the config needs {shape}"
+        for k, shape in expected.items()
+        if k in found and found[k] != shape
+    ]
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise UserError(
+            f"{path}: weights do not match the architecture stored with them: {problems[0]}{more}"
+        )
 
-    With ``expect``, a checkpoint of another architecture is refused with a message that names
-    the differing fields.
+
+def check_file_fits(path: str | Path) -> None:
+    """check_fits for a safetensors file, reading only its header (no tensor data)."""
+    from safetensors import safe_open
+
+    config = read_config(path)
+    with safe_open(str(path), framework="pt") as f:
+        found = {k: tuple(f.get_slice(k).get_shape()) for k in f.keys()}  # noqa: SIM118
+    check_fits(path, config, found)
+
+
+def load_model(
+    path: str | Path,
+    device: torch.device | str = "cpu",
+    expect: ModelConfig | None = None,
+    ops: Ops = PLAIN,
+) -> tuple[Transformer, dict[str, str]]:
+    """The model a checkpoint describes, its weights loaded, in eval mode; and its metadata.
+
+    The one loader of a model file. ``ops`` are the operations to run it with (``PLAIN``, or
+    ``aiayn.kernels.FAST``: a run-time choice, not stored). Weights that do not fit the stored
+    config are one UserError naming the first misfit; with ``expect``, a checkpoint of another
+    architecture is refused with a message that names the differing fields.
     """
     state, config, meta = load_state(path)
+    check_fits(path, config, {k: tuple(v.shape) for k, v in state.items()})
     if expect is not None:
         check_same_architecture(config, expect, str(path))
-    model = Transformer(config)
-    try:
-        model.load_state_dict(state)
-    except RuntimeError as e:
-        first = " ".join(str(e).split())  # one line: torch lists every mismatching tensor
-        raise UserError(f"{path}: weights do not match the stored config: {first[:300]}") from None
-    return model.to(device), meta
+    model = Transformer(config, ops)
+    model.load_state_dict(state)
+    return model.to(device).eval(), meta
 
 
 ARCHITECTURE_FIELDS = (

@@ -27,11 +27,12 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from run import plain_config
+from run import PLAIN_SWITCH
 
 from aiayn import Transformer, model_preset
 from aiayn.config import DecodeConfig
 from aiayn.data import Tokenizer
+from aiayn.kernels import FAST
 from aiayn.translator import Translator
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "multi30k"
@@ -64,9 +65,9 @@ def main() -> int:
     bpe_s = time.perf_counter() - t0
     torch.manual_seed(0)
     model_cfg = model_preset("tiny", vocab_size=tok.vocab_size)
-    model = Transformer(model_cfg).to(args.device).eval()
-    plain_cfg, plain_switch = plain_config(model_cfg)
-    plain = Transformer(plain_cfg).to(args.device).eval()
+    model = Transformer(model_cfg, FAST).to(args.device).eval()
+    plain_switch = PLAIN_SWITCH
+    plain = Transformer(model_cfg).to(args.device).eval()
     plain.load_state_dict(model.state_dict())  # the same weights, the kernels off
     cfg = DecodeConfig(beam=args.beam, max_len_b=args.max_len_b)
     src = tok.encode_batch(test)

@@ -41,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
+from aiayn import run_dir as layout  # noqa: E402
 from aiayn import storage  # noqa: E402
 from aiayn.config import ModelConfig, TrainConfig  # noqa: E402
 from aiayn.data import InMemorySplit, synthetic_pairs  # noqa: E402
@@ -64,7 +65,7 @@ POINTS = (
 KEEP_LAST = 2
 SAVE_EVERY = 3
 V = 12
-EXPECTED = {"checkpoints", "config.json", "metrics.jsonl", ckpt.CHECKPOINTS, "train.lock"}
+EXPECTED = {"checkpoints", "config.json", "metrics.jsonl", layout.CHECKPOINTS, "train.lock"}
 
 
 class FakeTokenizer:
@@ -89,7 +90,7 @@ def setup(max_steps: int = 10**6) -> tuple[ModelConfig, TrainConfig, TrainData]:
 
 
 def newest_step(run: Path) -> int:
-    found = ckpt.list_checkpoints(run)
+    found = layout.list_checkpoints(run)
     return int(found[-1].name.split("_")[1]) if found else -1
 
 
@@ -99,7 +100,7 @@ def run_child(run: Path, fault: str | None, delay: float, wait_s: float = 10.0) 
     Returns "killed", "timeout" (a fault that was not reached within wait_s: killed then),
     "exited" (0: the training ended) or "error N" (it failed).
     """
-    resume = ckpt.latest_checkpoint(run) is not None
+    resume = layout.latest_checkpoint(run) is not None
     pid = os.fork()
     if pid == 0:  # the child: train until killed
         code = 0
@@ -135,7 +136,7 @@ def run_child(run: Path, fault: str | None, delay: float, wait_s: float = 10.0) 
 def leftovers_before(run: Path) -> list[str]:
     """Temporaries a dead writer left (before start-up cleans them)."""
     names = [p.name for p in run.iterdir()] if run.is_dir() else []
-    root = run / ckpt.CHECKPOINTS
+    root = run / layout.CHECKPOINTS
     names += [p.name for p in root.iterdir()] if root.is_dir() else []
     return [n for n in names if n.startswith(".")]
 
@@ -145,28 +146,28 @@ def check(run: Path, newest_before: int) -> dict[str, list[str]]:
     problems: dict[str, list[str]] = {"corrupt": [], "lost": [], "leftover": []}
     with storage.DirectoryLock(run, what="training"):
         ckpt.clean_run(run)
-    for d in ckpt.list_checkpoints(run):
+    for d in layout.list_checkpoints(run):
         try:
             storage.check_files(d, storage.read_manifest(d), hashes=True)
             from aiayn.weights import load_state
 
-            load_state(d / ckpt.MODEL_FILE)
+            load_state(d / layout.MODEL_FILE)
             ckpt.read_trainer_state(d)
         except (UserError, OSError) as e:
             problems["corrupt"].append(f"{d.name}: {e}")
     newest = newest_step(run)
     if newest < newest_before:
         problems["lost"].append(f"newest complete step {newest} < {newest_before} before")
-    latest = ckpt.latest_checkpoint(run)
+    latest = layout.latest_checkpoint(run)
     if newest >= 0 and (latest is None or int(latest.name.split("_")[1]) != newest):
         problems["lost"].append(f"latest_checkpoint gives {latest}, newest is step {newest}")
     if run.is_dir():
         problems["leftover"] += [p.name for p in run.iterdir() if p.name not in EXPECTED]
-    root = run / ckpt.CHECKPOINTS
+    root = run / layout.CHECKPOINTS
     if root.is_dir():
-        complete = {p.name for p in ckpt.list_checkpoints(run)}
+        complete = {p.name for p in layout.list_checkpoints(run)}
         problems["leftover"] += [
-            p.name for p in root.iterdir() if p.name != ckpt.LATEST and p.name not in complete
+            p.name for p in root.iterdir() if p.name != layout.LATEST and p.name not in complete
         ]
     return problems
 
@@ -219,7 +220,7 @@ def run_trials(n: int, seed: int, workdir: Path, max_delay: float = 1.0) -> dict
     # One last resume runs to its end in this process: the run is still usable.
     model, cfg, data = setup(max_steps=max(newest_step(run), 0) + SAVE_EVERY + 1)
     try:
-        train(model, cfg, data, run, resume=ckpt.latest_checkpoint(run) is not None)
+        train(model, cfg, data, run, resume=layout.latest_checkpoint(run) is not None)
         left = check(run, newest_step(run))
         counts["final_resume"] = "ok" if not any(left.values()) else f"problems {left}"
     except UserError as e:

@@ -22,6 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
+from aiayn import run_dir as layout  # noqa: E402
 from aiayn import storage  # noqa: E402
 from aiayn.config import TrainConfig, model_preset  # noqa: E402
 from aiayn.model import Transformer  # noqa: E402
@@ -58,7 +59,7 @@ def main() -> int:
             args.repeats,
             lambda: ckpt.save_checkpoint(run, model, optimizer, progress, [ckpt.rng_state()]),
         )
-        d = ckpt.latest_checkpoint(run)
+        d = layout.latest_checkpoint(run)
         sizes = {f.name: f.stat().st_size for f in d.iterdir()}
         fresh = Transformer(cfg)
         fresh_opt = make_optimizer(fresh.parameters(), TrainConfig())

@@ -91,7 +91,7 @@ def _choose_and_test(run: Path, data: Path, args: argparse.Namespace, tag: str) 
 
 def _meta(run: Path) -> dict:
     """The latest checkpoint's meta.json (step, tokens, elapsed_s: training time so far)."""
-    from aiayn.train.checkpoints import META_FILE, latest_checkpoint
+    from aiayn.run_dir import META_FILE, latest_checkpoint
 
     latest = latest_checkpoint(run) if run.is_dir() else None
     if latest is None:

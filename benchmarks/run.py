@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import json
 import os
 import statistics
@@ -42,10 +41,13 @@ from baselines import TextbookTransformer, TorchTransformerBaseline
 from decoding import MAX_LEN_A, MAX_LEN_B, aiayn_runs
 
 from aiayn import Transformer, model_preset
-from aiayn.config import ModelConfig, TrainConfig
+from aiayn.config import TrainConfig
 from aiayn.data import BOS, EOS, InMemorySplit, batch_from_indices, token_batches
 from aiayn.decode import max_lengths
 from aiayn.flops import matmul_peak, training_flops
+from aiayn.kernels import FAST
+from aiayn.model import PLAIN as PLAIN_OPS
+from aiayn.model import Ops
 from aiayn.train.schedule import make_optimizer, set_lr
 
 PLAIN = "aiayn --kernels plain"
@@ -62,9 +64,12 @@ VOCAB = {"tiny": 8000, "base": 37000}
 EPS_LS = 0.1
 
 
-def plain_config(cfg: ModelConfig) -> tuple[ModelConfig, str]:
-    """cfg with the kernels off (ModelConfig.kernels), and how (recorded in the JSON)."""
-    return dataclasses.replace(cfg, kernels="plain"), 'kernels="plain"'
+PLAIN_SWITCH = "Transformer(cfg, ops=PLAIN)"  # how the kernels are off (recorded in the JSON)
+
+
+def ops_of(impl: str) -> Ops:
+    """The operations aiayn runs with: FAST as it trains, PLAIN for "aiayn --kernels plain"."""
+    return PLAIN_OPS if impl == PLAIN else FAST
 
 
 def make_batches(vocab: int, max_tokens: int, n_pairs: int, seed: int = 0) -> list:
@@ -84,7 +89,7 @@ def build(impl: str, preset: str, device: torch.device) -> tuple[torch.nn.Module
     """A model and its loss(batch) -> summed label-smoothed loss over the target tokens."""
     cfg = model_preset(preset, vocab_size=VOCAB[preset])
     if impl in ("aiayn", PLAIN):
-        model = Transformer(cfg if impl == "aiayn" else plain_config(cfg)[0])
+        model = Transformer(cfg, ops_of(impl))
 
         def loss(b):  # fast: the output layer and the loss in one chunked pass (kernels)
             return model(b.src, b.tgt_in, target=b.tgt_out, label_smoothing=EPS_LS)[0]
@@ -200,7 +205,7 @@ def bench_decoding(device, n_sent: int, quick: bool) -> tuple[dict, dict]:
     sentence stops at its EOS.
     """
     cfg = model_preset("tiny", vocab_size=VOCAB["tiny"])
-    ours = Transformer(cfg).to(device).eval()
+    ours = Transformer(cfg, FAST).to(device).eval()
     book = TextbookTransformer(cfg).to(device).eval()
     rng = np.random.default_rng(1)
     lengths = rng.integers(20, 31, size=n_sent)
@@ -262,7 +267,7 @@ def main() -> int:
             "load_before": os.getloadavg()[0],
         },
         "competitors": COMPETITORS,
-        "plain_kernels_switch": plain_config(model_preset("tiny"))[1],
+        "plain_kernels_switch": PLAIN_SWITCH,
     }
     peak = matmul_peak(device, args.quick)
     report["matmul_peak_gflops"] = peak / 1e9

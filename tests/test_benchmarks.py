@@ -32,7 +32,7 @@ def test_quick_benchmark_runs_and_reports_every_section(tmp_path: Path) -> None:
         assert 0 < tiny[impl]["mfu"] < 1.5  # a fraction of the measured peak
         assert report["memory"]["tiny"][impl]["peak_rss_mib"] > 0
         assert impl in res.stdout  # a row of the printed table
-    assert report["plain_kernels_switch"] == 'kernels="plain"'
+    assert report["plain_kernels_switch"] == "Transformer(cfg, ops=PLAIN)"
     methods = {"greedy cached", "greedy uncached", "beam 4 cached", "textbook greedy"}
     assert set(report["decoding"]) >= methods
     # Every method decodes under the same rule: at most |X| <= 31 tokens, EOS included.
@@ -264,9 +264,12 @@ def test_plain_competitor_is_the_model_with_the_kernels_off(monkeypatch) -> None
 
     bench = bench_module("run", monkeypatch)
     model, _ = bench.build(bench.PLAIN, "tiny", torch.device("cpu"))
-    assert model.config.kernels == "plain"
+    from aiayn.kernels import FAST
+    from aiayn.model import PLAIN
+
+    assert model.ops is PLAIN
     fast, _ = bench.build("aiayn", "tiny", torch.device("cpu"))
-    assert fast.config.kernels == "fast"
+    assert fast.ops is FAST
 
 
 @pytest.mark.slow  # a subprocess that learns a BPE and decodes in four modes

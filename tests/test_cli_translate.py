@@ -15,7 +15,8 @@ from aiayn.cli import main
 from aiayn.config import DecodeConfig
 from aiayn.data import EOS, UNK, Tokenizer, collate
 from aiayn.decode import beam_search, max_lengths, model_step_fn
-from aiayn.translator import TRAINED_LENGTH_KEY, load_translator, resolve_checkpoint
+from aiayn.run_dir import resolve_checkpoint
+from aiayn.translator import TRAINED_LENGTH_KEY, load_translator
 from aiayn.weights import save_model
 
 TEXTS = [
@@ -91,7 +92,11 @@ def test_kernels_plain_translates_the_same(tmp_path, ckpt) -> None:
         assert main(["translate", *argv, "--kernels", kernels]) == 0
         outs.append(out.read_text(encoding="utf-8"))
     assert outs[0] == outs[1]
-    assert load_translator(ckpt, kernels="plain").model.config.kernels == "plain"
+    import aiayn.kernels
+    import aiayn.model
+
+    assert load_translator(ckpt, kernels="plain").model.ops is aiayn.model.PLAIN
+    assert load_translator(ckpt).model.ops is aiayn.kernels.FAST  # the default: the kernels, applied from above
 
 
 def test_translator_equals_beam_search(ckpt, tokenizer) -> None:

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from aiayn import run_dir as layout
 from aiayn import storage
 from aiayn.cli import main
 from aiayn.errors import UserError
@@ -393,5 +394,5 @@ def test_a_second_ctrl_c_during_the_final_save_does_not_lose_it(
     assert result.stop_reason == "interrupted by a signal"
     assert result.progress.step == 4
     assert latest_checkpoint(run).name == "step_00000004"  # the final save completed
-    assert ckpt.is_complete(run / "checkpoints" / "step_00000004")
+    assert layout.is_complete(run / "checkpoints" / "step_00000004")
     assert not [p for p in (run / "checkpoints").iterdir() if p.name.startswith(".")]

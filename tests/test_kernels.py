@@ -1,16 +1,20 @@
-"""The switch between the paper in plain PyTorch and the speed kernels: ``ModelConfig.kernels``.
+"""The speed kernels as a set, applied from above: ``Transformer(cfg, ops=FAST)`` or PLAIN.
 
-With "plain" nothing but standard PyTorch ops runs (no custom autograd Function, no function of
-``aiayn.kernels``); with "fast" (the default) the FFN kernel equals the plain FFN, and the whole
-model equals the plain model in float64 and float32: outputs, the loss, every gradient, cached
-decoding, and 20 steps of training from one seed. The per-kernel tests are in
-test_kernel_attention.py, test_kernel_dropout.py and test_kernel_output_loss.py.
+A model runs ``aiayn.model.PLAIN`` unless its builder passes ``aiayn.kernels.FAST``; with PLAIN
+no line of ``aiayn/kernels/`` runs (no custom autograd Function either), with FAST every one of
+the four kernel modules does, and the whole model equals the plain model in float64 and
+float32: outputs, the loss, every gradient, cached decoding, and 20 steps of training from one
+seed. Checkpoints written when the choice was a ModelConfig field still load. The per-kernel
+tests are in test_kernel_attention.py, test_kernel_dropout.py, test_kernel_ffn.py and
+test_kernel_output_loss.py.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import inspect
+import json
+import sys
+import threading
+from pathlib import Path
 
 import pytest
 import torch
@@ -18,12 +22,15 @@ from torch.autograd.function import BackwardCFunction
 
 import aiayn.kernels
 from aiayn import ModelConfig, Transformer, trace
-from aiayn.config import TrainConfig
+from aiayn.config import TrainConfig, to_dict
 from aiayn.data.specials import BOS
 from aiayn.decode import greedy_search, model_step_fn
-from aiayn.kernels.ffn import feed_forward as fast_feed_forward
-from aiayn.model import PLAIN, FeedForward, feed_forward, kernel_ops
+from aiayn.kernels import FAST, kernel_ops
+from aiayn.model import PLAIN
 from aiayn.train.schedule import make_optimizer, noam_lr, set_lr
+from aiayn.weights import CONFIG_KEY, DIGEST_KEY, load_model, weights_digest
+
+KERNEL_FILES = {p.name for p in Path(aiayn.kernels.__file__).parent.glob("*.py")} - {"__init__.py"}
 
 V = 17
 TOL = {torch.float32: {"atol": 2e-5, "rtol": 2e-5}, torch.float64: {"atol": 1e-10, "rtol": 1e-9}}
@@ -37,12 +44,12 @@ def _cfg(**overrides) -> ModelConfig:
 def _pair(cfg: ModelConfig, dtype=torch.float32, seed: int = 0) -> tuple[Transformer, Transformer]:
     """A fast and a plain model with the same weights (LayerNorms and biases moved off init)."""
     torch.manual_seed(seed)
-    fast = Transformer(dataclasses.replace(cfg, kernels="fast")).to(dtype)
+    fast = Transformer(cfg, FAST).to(dtype)
     with torch.no_grad():
         for p in fast.parameters():
             if p.dim() == 1:
                 p.add_(0.3 * torch.randn_like(p))
-    plain = Transformer(dataclasses.replace(cfg, kernels="plain")).to(dtype)
+    plain = Transformer(cfg).to(dtype)
     plain.load_state_dict(fast.state_dict())
     return fast, plain
 
@@ -59,97 +66,88 @@ def _batch(seed: int = 1) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     return src, tgt_in, tgt
 
 
-def test_kernel_ops_are_the_seam_and_the_default_is_fast() -> None:
-    assert ModelConfig().kernels == "fast"
+def test_the_model_runs_plain_unless_its_builder_passes_the_kernels() -> None:
+    assert Transformer(_cfg()).ops is PLAIN
+    assert Transformer(_cfg(), FAST).ops is FAST
     assert kernel_ops("plain") is PLAIN
-    assert kernel_ops("fast") is aiayn.kernels.FAST
+    assert kernel_ops("fast") is FAST
     with pytest.raises(ValueError, match="kernels"):
-        ModelConfig(kernels="turbo")  # type: ignore[arg-type]
+        kernel_ops("turbo")
+    assert "kernels" not in to_dict(ModelConfig())  # how to run is not what to compute
 
 
-def test_checkpoints_from_before_the_switch_still_load() -> None:
-    from aiayn.config import from_dict, to_dict
+@pytest.mark.parametrize("old", [{"kernels": "plain"}, {"fused_attention": True}])
+def test_checkpoints_that_stored_the_kernels_in_their_config_still_load(tmp_path, old) -> None:
+    """Before the kernels were a run-time choice, ModelConfig held ``kernels`` (and before
+    that ``fused_attention``): such a file loads, with the kernels its loader asks for."""
+    from safetensors.torch import save_file
 
-    old = {k: v for k, v in to_dict(_cfg()).items() if k != "kernels"}
-    assert from_dict(ModelConfig, {**old, "fused_attention": False}).kernels == "plain"
-    assert from_dict(ModelConfig, {**old, "fused_attention": True}).kernels == "fast"
+    model = Transformer(_cfg())
+    tensors = {k: v.contiguous() for k, v in model.state_dict().items()}
+    meta = {CONFIG_KEY: json.dumps({**to_dict(model.config), **old})}
+    meta[DIGEST_KEY] = weights_digest(tensors, meta)
+    path = tmp_path / "old.safetensors"
+    save_file(tensors, str(path), metadata=meta)
+    loaded, _ = load_model(path, ops=FAST)
+    assert loaded.config == model.config
+    assert loaded.ops is FAST
+    src, tgt_in, _ = _batch()
+    torch.testing.assert_close(loaded(src, tgt_in), model.eval()(src, tgt_in), **TOL[torch.float32])
 
 
-def test_plain_runs_only_standard_pytorch_ops(monkeypatch) -> None:
-    """No kernel function is called and no custom autograd Function is in the graph."""
-    called: list[str] = []
-    for module in (aiayn.kernels.attention, aiayn.kernels.ffn, aiayn.kernels.dropout):
-        for name, fn in inspect.getmembers(module, inspect.isfunction):
-            if fn.__module__ == module.__name__:
-                monkeypatch.setattr(module, name, lambda *a, _n=name, **k: called.append(_n))
-    monkeypatch.setattr(aiayn.kernels.output_loss, "tied_output_loss", lambda *a: called.append(1))
-    plain = Transformer(_cfg(kernels="plain", dropout=0.1, ffn_dropout=0.1)).train()
+def _kernel_lines_run(fn) -> set[str]:
+    """The files of aiayn/kernels/ in which a Python function ran during fn() (any thread)."""
+    seen: set[str] = set()
+    kernels_dir = str(Path(aiayn.kernels.__file__).parent)
+
+    def profile(frame, event, arg):
+        file = frame.f_code.co_filename
+        if event == "call" and file.startswith(kernels_dir):
+            seen.add(Path(file).name)
+
+    sys.setprofile(profile)
+    threading.setprofile(profile)
+    try:
+        fn()
+    finally:
+        sys.setprofile(None)
+        threading.setprofile(None)  # type: ignore[arg-type]
+    return seen
+
+
+def _train_step_and_decode(model: Transformer) -> set[str]:
+    """Custom autograd Functions in the graph of one training step, then greedy decoding."""
     src, tgt_in, tgt_out = _batch()
-    smooth, _, _ = plain(src, tgt_in, target=tgt_out, label_smoothing=0.1)
-    custom, seen, stack = [], set(), [smooth.grad_fn]
+    model.train()
+    smooth, _, _ = model(src, tgt_in, target=tgt_out, label_smoothing=0.1)
+    custom, seen, stack = set(), set(), [smooth.grad_fn]
     while stack:  # walk the whole autograd graph
         node = stack.pop()
         if node is None or node in seen:
             continue
         seen.add(node)
         if isinstance(node, BackwardCFunction):
-            custom.append(type(node).__name__)
+            custom.add(type(node).__name__)
         stack.extend(f for f, _ in node.next_functions)
-    smooth.backward()
-    plain.eval()
-    greedy_search(model_step_fn(plain, src), [5, 5, 5])  # cached decoding too
     assert len(seen) > 50
-    assert custom == []
-    assert called == []
-    # The same walk finds the kernels in the fast model's graph.
-    called.clear()
-    monkeypatch.undo()
-    fast = Transformer(_cfg(kernels="fast", dropout=0.1)).train()
-    stack, seen = [fast(src, tgt_in, target=tgt_out)[0].grad_fn], set()
-    while stack:
-        node = stack.pop()
-        if node is not None and node not in seen:
-            seen.add(node)
-            stack.extend(f for f, _ in node.next_functions)
-    names = {type(node).__name__ for node in seen}
-    assert {"_TiedOutputLossBackward", "FeedForwardFnBackward", "MaskScaleBackward"} <= names
+    smooth.backward()
+    model.eval()
+    greedy_search(model_step_fn(model, src), [5, 5, 5])  # cached decoding too
+    return custom
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["fp32", "fp64"])
-def test_ffn_kernel_equals_the_plain_ffn_forward_and_backward(dtype) -> None:
-    torch.manual_seed(3)
-    ffn = FeedForward(16, 64).to(dtype)
-    with torch.no_grad():
-        ffn.b_1.normal_()
-        ffn.b_2.normal_()
-    weights = (ffn.w_1, ffn.b_1, ffn.w_2, ffn.b_2)
-    x = torch.randn(5, 7, 16, dtype=dtype, requires_grad=True)  # (B, L, D)
-    g = torch.randn(5, 7, 16, dtype=dtype)
-    record: dict = {}
-    ours = feed_forward(x, *weights, record)  # (B, L, D)
-    fast = fast_feed_forward(x, *weights)  # (B, L, D)
-    assert 0.2 < float((record["hidden"] == 0).float().mean()) < 0.8  # the ReLU gate matters
-    torch.testing.assert_close(fast, ours, **TOL[dtype])
-    wrt = [x, *weights]
-    for a, b in zip(
-        torch.autograd.grad(fast, wrt, g), torch.autograd.grad(ours, wrt, g), strict=True
-    ):
-        torch.testing.assert_close(a, b, **TOL[dtype])
-    assert type(fast.grad_fn.next_functions[0][0]).__name__ == "FeedForwardFnBackward"
-
-
-def test_ffn_kernel_gradcheck_and_its_plain_fallbacks() -> None:
-    x = torch.randn(2, 3, 4, dtype=torch.float64, requires_grad=True)
-    w = [
-        torch.randn(s, dtype=torch.float64, requires_grad=True)
-        for s in ((4, 6), (6,), (6, 4), (4,))
-    ]
-    assert torch.autograd.gradcheck(fast_feed_forward, (x, *w))
-    with torch.autocast("cpu", dtype=torch.bfloat16):  # autocast: the plain FFN, in bf16
-        assert fast_feed_forward(x.float(), *(t.float() for t in w)).dtype == torch.bfloat16
-    ffn = FeedForward(4, 6, dropout=0.5, ops=aiayn.kernels.FAST).train()  # relu dropout: plain
-    y = ffn(torch.randn(2, 3, 4, requires_grad=True))
-    assert "FeedForwardFn" not in type(y.grad_fn).__name__
+def test_plain_runs_no_line_of_the_kernels_and_fast_runs_all_four() -> None:
+    """With PLAIN no function of aiayn/kernels/ is entered and no custom autograd Function is
+    in the graph; the same watch sees every kernel module run under FAST (so it can fail)."""
+    cfg = _cfg(dropout=0.1, ffn_dropout=0.1)
+    custom: set[str] = set()
+    ran = _kernel_lines_run(lambda: custom.update(_train_step_and_decode(Transformer(cfg))))
+    assert ran == set()
+    assert custom == set()
+    fast = Transformer(_cfg(dropout=0.1), FAST)
+    ran = _kernel_lines_run(lambda: custom.update(_train_step_and_decode(fast)))
+    assert ran == KERNEL_FILES == {"attention.py", "dropout.py", "ffn.py", "output_loss.py"}
+    assert {"_TiedOutputLossBackward", "FeedForwardFnBackward", "MaskScaleBackward"} <= custom
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["fp32", "fp64"])
@@ -199,7 +197,7 @@ def test_twenty_training_steps_from_one_seed_give_the_same_losses() -> None:
     losses = {}
     for kernels in ("fast", "plain"):
         torch.manual_seed(0)
-        model = Transformer(_cfg(kernels=kernels)).train()
+        model = Transformer(_cfg(), kernel_ops(kernels)).train()
         train_cfg = TrainConfig(warmup=10)
         opt = make_optimizer(model.parameters(), train_cfg)
         out = []

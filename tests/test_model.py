@@ -26,7 +26,8 @@ import aiayn.attention
 from aiayn import ModelConfig, Transformer, model_preset, trace
 from aiayn.attention import MultiHeadAttention, causal_mask, padding_mask
 from aiayn.data.specials import BOS, PAD
-from aiayn.model import DecoderLayer, EncoderLayer, FeedForward, sinusoidal_positions
+from aiayn.kernels import FAST, kernel_ops
+from aiayn.model import PLAIN, DecoderLayer, EncoderLayer, FeedForward, sinusoidal_positions
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -44,7 +45,7 @@ def tiny(**overrides) -> ModelConfig:
 def _model(fast: bool = True, norm_first: bool = False) -> Transformer:
     """One model per setting, shared by the property tests (never modified by them)."""
     torch.manual_seed(1234)
-    model = Transformer(tiny(kernels="fast" if fast else "plain", norm_first=norm_first)).eval()
+    model = Transformer(tiny(norm_first=norm_first), FAST if fast else PLAIN).eval()
     _randomize_norms_and_biases(model)
     return model
 
@@ -660,10 +661,8 @@ def test_gradcheck_feed_forward() -> None:
 
 @pytest.mark.parametrize("kernels", ["fast", "plain"])
 def test_gradcheck_whole_tiny_transformer_loss(kernels: str) -> None:
-    cfg = ModelConfig(
-        vocab_size=7, d_model=4, n_heads=2, d_ff=6, n_layers=1, dropout=0.0, kernels=kernels
-    )
-    model = Transformer(cfg).double().eval()
+    cfg = ModelConfig(vocab_size=7, d_model=4, n_heads=2, d_ff=6, n_layers=1, dropout=0.0)
+    model = Transformer(cfg, kernel_ops(kernels)).double().eval()
     _randomize_norms_and_biases(model)
     src, tgt_in, tgt_out = _ids([4, 5, 2], [6, 2]), _ids([BOS, 4, 6], [BOS]), _ids([4, 6, 2], [2])
     params = {n: p.detach().clone().requires_grad_() for n, p in model.named_parameters()}
@@ -807,7 +806,7 @@ def test_trace_logits_equal_forward_logits() -> None:
 
 
 def test_the_normal_forward_records_nothing_and_skips_the_explicit_path(monkeypatch) -> None:
-    model = Transformer(tiny())
+    model = Transformer(tiny(), FAST)  # PLAIN's attention is the explicit formula itself
     before = {n: v for n, v in vars(model).items() if isinstance(v, torch.Tensor)}
 
     def explicit_called(*args, **kwargs):

@@ -78,7 +78,7 @@ def _run(args: argparse.Namespace) -> int:
     chosen = files[-args.last :]
     if out.resolve() in {f.resolve() for f in chosen}:
         raise UserError(f"{out}: is one of the checkpoints being averaged")
-    from aiayn.translator import check_file_fits
+    from aiayn.weights import check_file_fits
 
     for f in chosen:  # an average of weights its config cannot load would be refused later
         check_file_fits(f)

@@ -121,8 +121,8 @@ def format_report(report: dict[str, Any]) -> str:
 def run(args: argparse.Namespace) -> int:
     from aiayn.config import DecodeConfig, to_dict
     from aiayn.evaluate import evaluate
+    from aiayn.run_dir import resolve_checkpoint
     from aiayn.storage import atomic_write
-    from aiayn.translator import resolve_checkpoint
 
     require_engine(args)
     if config_from_args(DecodeConfig, args, toml=load_toml(args.config)).nbest != 1:

@@ -56,7 +56,8 @@ def run(args: argparse.Namespace) -> int:
         publish,
         require,
     )
-    from aiayn.translator import load_translator, resolve_checkpoint
+    from aiayn.run_dir import resolve_checkpoint
+    from aiayn.translator import load_translator
 
     for module in EXPORT_NEEDS[args.format]:  # the optional extra, before anything
         require(module)

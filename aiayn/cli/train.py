@@ -86,6 +86,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     runtime.add_argument("--bf16", action="store_true", help="bf16 autocast (CUDA only)")
     runtime.add_argument("--compile", action="store_true", help="torch.compile (CUDA only)")
     runtime.add_argument(
+        "--kernels",
+        choices=["fast", "plain"],
+        default="fast",
+        help="fast (aiayn.kernels, proven equal) or plain PyTorch: how to run, not stored in the "
+        "run (default fast)",
+    )
+    runtime.add_argument(
         "--no-hash-check",
         action="store_true",
         help="check data and checkpoint files by size only, not SHA-256 (for huge files)",
@@ -250,7 +257,9 @@ def _run(args: argparse.Namespace, run_dir: Path, device: Any, main: bool) -> in
     view = _Progress(
         train_cfg, enabled=main and not args.no_progress, on_start=started if main else None
     )
-    runtime = Runtime(device=args.device, bf16=args.bf16, compile=args.compile)
+    runtime = Runtime(
+        device=args.device, kernels=args.kernels, bf16=args.bf16, compile=args.compile
+    )
     try:
         result = train(
             model_cfg,

@@ -95,7 +95,8 @@ def add_translator_args(parser: argparse.ArgumentParser) -> None:
         "--kernels",
         choices=["fast", "plain"],
         default=None,
-        help="fast (aiayn.kernels) or plain PyTorch; the same numbers (default: the checkpoint's)",
+        help="fast (aiayn.kernels, proven equal) or plain PyTorch: the same numbers, a choice of "
+        "how to run that no checkpoint stores (default fast)",
     )
     parser.add_argument(
         "--max-input-tokens",
@@ -171,7 +172,7 @@ def translator_from_args(args: argparse.Namespace, fallback_tokenizer: Any = Non
         max_sentences=args.max_sentences,
         cached=not args.no_cache,
         fallback_tokenizer=fallback_tokenizer,
-        kernels=args.kernels,
+        kernels=args.kernels or "fast",
         max_input_tokens=args.max_input_tokens,
     )
 

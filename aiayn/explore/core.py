@@ -33,8 +33,17 @@ from aiayn.config import DecodeConfig
 from aiayn.data.specials import BOS, EOS
 from aiayn.decode import BeamStep, length_penalty
 from aiayn.errors import UserError
+from aiayn.kernels import FAST
 from aiayn.model import Transformer, trace
-from aiayn.translator import Translator, load_checked, load_translator, resolve_checkpoint
+from aiayn.run_dir import (
+    CONFIG_FILE,
+    MODEL_FILE,
+    find_run_dir,
+    list_checkpoints,
+    resolve_checkpoint,
+)
+from aiayn.translator import Translator, load_translator
+from aiayn.weights import load_model
 
 MAX_BYTES = 4096  # a source (or reference) sentence, UTF-8 bytes
 MAX_TOKENS = 256  # source tokens, EOS included
@@ -76,14 +85,6 @@ class Request:
     checkpoint: str | None = None  # a name from Explorer.checkpoint_names; None: the main model
     heads_off: tuple[tuple[str, int, int], ...] = ()  # (stack, layer, head)
     erratum: bool = False
-
-
-def find_run_dir(model_file: Path) -> Path | None:
-    """The run directory a model file belongs to (config.json and checkpoints/), if any."""
-    for d in list(model_file.resolve().parents)[:3]:
-        if (d / "config.json").is_file() and (d / "checkpoints").is_dir():
-            return d
-    return None
 
 
 def _origin(path: Path) -> str:
@@ -158,10 +159,8 @@ class Explorer:
         self.checkpoints: dict[str, Path] = {}
         self.corpus, self.examples = "unknown", []
         if self.run_dir is not None:
-            from aiayn.train import list_checkpoints
-
             for d in list_checkpoints(self.run_dir):
-                self.checkpoints[d.name] = d / "model.safetensors"
+                self.checkpoints[d.name] = d / MODEL_FILE
             self.corpus, self.examples = _examples(self.run_dir)
         self._loaded: OrderedDict[str, Transformer] = OrderedDict()
         self._lock = threading.Lock()
@@ -210,7 +209,7 @@ class Explorer:
         if name in self._loaded:
             self._loaded.move_to_end(name)
             return self._loaded[name]
-        model, _ = load_checked(self.checkpoints[name], self.device)
+        model, _ = load_model(self.checkpoints[name], self.device, ops=FAST)
         self._loaded[name] = model
         while len(self._loaded) > MODELS_IN_MEMORY:
             self._loaded.popitem(last=False)
@@ -379,7 +378,7 @@ def _examples(run_dir: Path) -> tuple[str, list[dict[str, str]]]:
     from aiayn.data import load_prepared
 
     try:
-        data = json.loads((run_dir / "config.json").read_text(encoding="utf-8")).get("data")
+        data = json.loads((run_dir / CONFIG_FILE).read_text(encoding="utf-8")).get("data")
         prepared = load_prepared(data)
         sources, references = prepared.texts("test")
     except (OSError, ValueError, TypeError, UserError):

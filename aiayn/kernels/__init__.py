@@ -2,9 +2,11 @@
 plainly.  Sections 3.2.1, 3.3, 3.4, 5.4.
 
 Each kernel names the plain formula it replaces and is proven equal to it, value and gradient,
-in float64 and float32 (``tests/test_kernels.py``); why each exists, with measurements, is in
-docs/performance.md. The model reaches them through one seam, ``aiayn.model.kernel_ops``
-(``ModelConfig(kernels="fast")``, the default); ``kernels="plain"`` runs none of them.
+in float64 and float32 (``tests/test_kernel_*.py``; ``tests/test_kernels.py`` for the set as a
+whole); why each exists, with measurements, is in docs/performance.md. The model never imports
+this package: whoever builds a model hands it ``FAST`` (``Transformer(cfg, ops=FAST)``), as
+the training runtime (``Runtime.kernels``), the translator and the CLI's ``--kernels fast``
+(the default) do; ``--kernels plain`` builds it with ``aiayn.model.PLAIN`` and runs none of them.
 
 | operation      | plain (aiayn.model / aiayn.attention)        | kernel                           |
 |----------------|----------------------------------------------|----------------------------------|
@@ -16,9 +18,22 @@ docs/performance.md. The model reaches them through one seam, ``aiayn.model.kern
 
 from __future__ import annotations
 
+from typing import Literal
+
 from aiayn.kernels import attention, dropout, ffn, output_loss
-from aiayn.model import Ops
+from aiayn.model import PLAIN, Ops
 
 FAST = Ops(attention.attention, ffn.feed_forward, dropout.dropout, output_loss.tied_output_loss)
 
-__all__ = ["FAST", "attention", "dropout", "ffn", "output_loss"]
+Kernels = Literal["fast", "plain"]  # the run-time choice: --kernels, Runtime.kernels
+KERNELS: dict[str, Ops] = {"fast": FAST, "plain": PLAIN}
+
+
+def kernel_ops(name: str) -> Ops:
+    """The operations ``--kernels NAME`` names: ``FAST`` ("fast") or ``aiayn.model.PLAIN``."""
+    if name not in KERNELS:
+        raise ValueError(f"kernels: must be fast or plain, got {name!r}")
+    return KERNELS[name]
+
+
+__all__ = ["FAST", "KERNELS", "Kernels", "attention", "dropout", "ffn", "kernel_ops", "output_loss"]

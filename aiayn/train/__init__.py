@@ -11,8 +11,9 @@ checkpoints and metrics and decides when to stop; the batch stream; signals),
 """
 
 from aiayn.loss import label_smoothed_loss, smoothed_entropy, token_accuracy
+from aiayn.run_dir import latest_checkpoint, list_checkpoints
 from aiayn.train.averaging import average_checkpoints, average_to_file, resolve_model_files
-from aiayn.train.checkpoints import Progress, latest_checkpoint, list_checkpoints
+from aiayn.train.checkpoints import Progress
 from aiayn.train.configure import (
     RunConfig,
     Settings,

@@ -2,7 +2,7 @@
 
 "For the base models, we used a single model obtained by averaging the last 5 checkpoints,
 which were written at 10-minute intervals. For the big models, we averaged the last 20
-checkpoints." (6.1) Only complete checkpoints are averaged (``checkpoints.list_checkpoints``),
+checkpoints." (6.1) Only complete checkpoints are averaged (``aiayn.run_dir.list_checkpoints``),
 each verified on load; the result is written by the protocol of ``aiayn.storage``.
 """
 
@@ -17,7 +17,7 @@ from torch import Tensor
 from aiayn import storage
 from aiayn.config import ModelConfig
 from aiayn.errors import UserError
-from aiayn.train.checkpoints import CHECKPOINTS, MODEL_FILE, list_checkpoints
+from aiayn.run_dir import CHECKPOINTS, MODEL_FILE, list_checkpoints
 from aiayn.weights import check_same_architecture, load_state, save_model
 
 

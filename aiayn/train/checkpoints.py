@@ -1,16 +1,6 @@
 """A run's checkpoint directories: writing, finding, pruning, resuming.  Section 5.2.
 
-Layout of a run directory (``aiayn train --run RUN``)::
-
-    RUN/config.json                       the full model and train configs
-    RUN/metrics.jsonl                     one JSON object per event (metrics.py)
-    RUN/train.lock                        held (flock) by the training that owns the run
-    RUN/checkpoints/step_00001000/        one complete checkpoint:
-        model.safetensors                 weights + model config + tokenizer + step
-        trainer.pt                        optimizer, step, data position, RNG states
-        meta.json                         step, epoch, batch index, tokens, time (human-readable)
-        manifest.json                     written last: every file's name, size and SHA-256
-    RUN/checkpoints/latest                text file naming the latest complete checkpoint
+The layout of a run directory is in ``aiayn.run_dir``.
 
 A checkpoint is built in ``.step_N.tmp-PID-X`` (``aiayn.storage.atomic_directory``): files,
 then the manifest, fsync, one rename. It is *complete* only with a manifest whose files are all
@@ -40,20 +30,25 @@ import torch
 
 from aiayn import storage
 from aiayn.errors import UserError
+from aiayn.run_dir import (
+    CHECKPOINT_FILES,
+    CHECKPOINTS,
+    LATEST,
+    META_FILE,
+    MODEL_FILE,
+    TRAINER_FILE,
+    complete_or_not,
+    has_files,
+    read_pointer,
+    sorted_steps,
+    step_name,
+)
 from aiayn.weights import check_same_architecture, load_state, save_model
 
 log = logging.getLogger(__name__)
 
-CHECKPOINTS = "checkpoints"
-LATEST = "latest"
-MODEL_FILE = "model.safetensors"
-TRAINER_FILE = "trainer.pt"
-META_FILE = "meta.json"
-CONFIG_FILE = "config.json"
-CHECKPOINT_FILES = (MODEL_FILE, TRAINER_FILE, META_FILE)
 TRAINER_KEYS = ("optimizer", "progress", "rng")  # what trainer.pt holds
 FORMAT = "aiayn-checkpoint"
-_warned_legacy: set[Path] = set()
 
 
 @dataclass
@@ -68,72 +63,6 @@ class Progress:
     elapsed_s: float = 0.0  # training time over all sessions of the run
 
 
-def step_name(step: int) -> str:
-    return f"step_{step:08d}"
-
-
-def is_complete(ckpt_dir: str | Path) -> bool:
-    """Whether a checkpoint directory is complete: its manifest is there (written last).
-
-    A directory without one is a write or a prune cut short: not complete, skipped. A manifest
-    that is damaged, or files that are missing or of another size than it records, are a
-    UserError naming the file: that checkpoint was complete and is now corrupt, which must not
-    pass unnoticed (hashes are checked on load, not here). An older aiayn wrote no manifest:
-    such a directory counts, with a warning, when all three files are there.
-    """
-    d = Path(ckpt_dir)
-    if not d.is_dir():
-        return False
-    if not (d / storage.MANIFEST).is_file():
-        legacy = all((d / f).is_file() for f in CHECKPOINT_FILES)
-        if legacy and d not in _warned_legacy:
-            _warned_legacy.add(d)
-            log.warning("%s has no manifest (an older aiayn wrote it): loaded unverified", d)
-        return legacy
-    manifest = storage.read_manifest(d)
-    for rel in CHECKPOINT_FILES:
-        storage.check_file(d, rel, manifest, hashes=False)
-    return True
-
-
-def _has_files(ckpt_dir: Path) -> bool:
-    """A manifest, or the three files of an older aiayn: a checkpoint, complete or damaged."""
-    return (ckpt_dir / storage.MANIFEST).is_file() or all(
-        (ckpt_dir / f).is_file() for f in CHECKPOINT_FILES
-    )
-
-
-def _complete_or_not(ckpt_dir: Path) -> bool:
-    try:
-        return is_complete(ckpt_dir)
-    except UserError:
-        return False
-
-
-def list_checkpoints(run_dir: str | Path) -> list[Path]:
-    """Complete checkpoint directories of a run, oldest step first."""
-    return [p for p in sorted_steps(run_dir) if is_complete(p)]
-
-
-def latest_checkpoint(run_dir: str | Path) -> Path | None:
-    """The newest complete checkpoint (None when there is none).
-
-    ``latest`` names it too, for people and scripts; it is written after the checkpoint, so a
-    kill in between leaves it one behind: the newest complete directory wins, and ``clean_run``
-    rewrites the pointer.
-    """
-    complete = list_checkpoints(run_dir)
-    if not complete:
-        return None
-    pointer = Path(run_dir) / CHECKPOINTS / LATEST
-    named = (
-        pointer.read_text(encoding="utf-8", errors="replace").strip() if pointer.is_file() else ""
-    )
-    if named != complete[-1].name:
-        log.info("%s names %r; the newest complete checkpoint is %s", pointer, named, complete[-1])
-    return complete[-1]
-
-
 def clean_run(run_dir: str | Path) -> list[Path]:
     """Remove what dead writers left in a run (temporaries, half-pruned checkpoints); log them.
 
@@ -141,29 +70,16 @@ def clean_run(run_dir: str | Path) -> list[Path]:
     """
     run = Path(run_dir)
     removed = storage.remove_leftovers(run, owned=True)
-    removed += storage.remove_leftovers(run / CHECKPOINTS, owned=True, is_complete=_complete_or_not)
+    removed += storage.remove_leftovers(run / CHECKPOINTS, owned=True, is_complete=complete_or_not)
     pointer = run / CHECKPOINTS / LATEST
-    complete = [p for p in sorted_steps(run) if _complete_or_not(p)]
-    named = _read_pointer(pointer)
+    complete = [p for p in sorted_steps(run) if complete_or_not(p)]
+    named = read_pointer(pointer)
     if complete and named != complete[-1].name:
         storage.write_text(pointer, complete[-1].name + "\n")
         log.warning(
             "%s named %r, now %s (the newest complete one)", pointer, named, complete[-1].name
         )
     return removed
-
-
-def sorted_steps(run_dir: str | Path) -> list[Path]:
-    """Every step_N directory of a run, complete or not, oldest step first."""
-    root = Path(run_dir) / CHECKPOINTS
-    found = [p for p in root.glob("step_*") if p.name[5:].isdigit()] if root.is_dir() else []
-    return sorted(found, key=lambda p: int(p.name[5:]))
-
-
-def _read_pointer(pointer: Path) -> str:
-    return (
-        pointer.read_text(encoding="utf-8", errors="replace").strip() if pointer.is_file() else ""
-    )
 
 
 def rng_state() -> dict[str, Any]:
@@ -228,7 +144,7 @@ def save_checkpoint(
     storage.fault_point("checkpoint.latest")
     storage.write_text(root / LATEST, final.name + "\n")
     if keep_last > 0:  # older complete (or damaged) ones beyond the last K
-        steps = [p for p in sorted_steps(run_dir) if _has_files(p)]
+        steps = [p for p in sorted_steps(run_dir) if has_files(p)]
         for old in steps[:-keep_last]:
             if old != final:
                 prune(old)

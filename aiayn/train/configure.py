@@ -32,12 +32,8 @@ from aiayn.config import (
     train_preset,
 )
 from aiayn.errors import UserError
-from aiayn.train.checkpoints import (
-    CONFIG_FILE,
-    MODEL_FILE,
-    check_trainer_state,
-    latest_checkpoint,
-)
+from aiayn.run_dir import CONFIG_FILE, MODEL_FILE, latest_checkpoint
+from aiayn.train.checkpoints import check_trainer_state
 from aiayn.train.runtime import TrainData
 from aiayn.train.schedule import schedule_preset
 

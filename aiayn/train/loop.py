@@ -5,8 +5,9 @@ of every batch is summed and divided by the target tokens of the whole step on a
 so the step follows the gradient of the per-token loss over all W * update_freq batches (5.1:
 "approximately 25000 source tokens and 25000 target tokens" a step), whatever W and
 update_freq are. Then Adam at the rate of Eq. (3) (5.3). ``train`` reads top to bottom;
-``session`` holds what surrounds it (run directory, clocks, signals, devices) and ``plan`` what
-is checked before it starts (the run, its config.json, the tokenizer, the trainer state).
+``runtime`` holds what runs around it (devices and kernels, run directory, clocks, signals) and
+``configure`` what is checked before it starts (the run, its config.json, the tokenizer, the
+trainer state).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from torch import Tensor
 
 from aiayn.config import ModelConfig, TrainConfig
 from aiayn.data import Batch, Split, batch_from_indices, token_batches
+from aiayn.kernels import kernel_ops
 from aiayn.loss import label_smoothed_loss, token_accuracy
 from aiayn.model import Transformer
 from aiayn.train.bleu import BleuScorer, valid_bleu
@@ -72,9 +74,9 @@ def train(
     checkpoint; raises TrainingDiverged after max_bad_steps non-finite steps in a row. With
     ``cfg.valid_bleu``, ``bleu`` scores the validation translations at each validation
     (``aiayn.evaluate.greedy_bleu``; see ``aiayn.train.bleu``). Before anything is built,
-    ``plan.check_run`` refuses what ``aiayn train`` refuses: resuming, the run's config.json
+    ``configure.check_run`` refuses what ``aiayn train`` refuses: resuming, the run's config.json
     must have model_cfg's architecture, and the data's tokenizer must be the checkpoints'; cfg
-    replaces the stored TrainConfig (``plan.resolve_configs`` merges settings as the CLI does).
+    replaces the stored TrainConfig (``configure.resolve_configs`` merges settings as the CLI does).
     """
     if cfg.valid_bleu and bleu is None:
         raise ValueError(
@@ -85,7 +87,7 @@ def train(
     world = setup(runtime.device)
     check_run(run_dir, model_cfg, data.tokenizer, resume)  # the run, its config, the tokenizer
     seed_everything(cfg.seed)  # the same initial weights on every rank
-    model = Transformer(model_cfg).to(world.device)
+    model = Transformer(model_cfg, kernel_ops(runtime.kernels)).to(world.device)
     optimizer = make_optimizer(model.parameters(), cfg)  # 5.3: Adam(0.9, 0.98, 1e-9)
     session = Session(run_dir, world, model, optimizer, cfg, data, on_event)
     try:
@@ -158,9 +160,10 @@ def _train(
 def batch_loss(net: torch.nn.Module, batch: Batch, eps: float) -> tuple[Tensor, Tensor]:
     """(sum of L_smoothed, sum of NLL) over a batch's non-pad target tokens.  Section 5.4.
 
-    The model computes the tied output layer and ``label_smoothed_loss``'s convention together,
-    chunk by chunk with the fast kernels (``aiayn.kernels.output_loss``), so the (B, T, V)
-    logits never exist at once; a test proves it equal to ``label_smoothed_loss`` on the logits.
+    The model computes the tied output layer and ``label_smoothed_loss``'s convention together
+    (``ops.output_loss``): with the fast kernels chunk by chunk (``aiayn.kernels.output_loss``),
+    so the (B, T, V) logits never exist at once; a test proves it equal to
+    ``label_smoothed_loss`` on the logits.
     """
     smoothed, nll, _ = net(batch.src, batch.tgt_in, target=batch.tgt_out, label_smoothing=eps)
     return smoothed, nll

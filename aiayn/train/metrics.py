@@ -15,9 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from aiayn.errors import UserError
+from aiayn.run_dir import METRICS_FILE
 from aiayn.storage import append_text, atomic_write
-
-METRICS = "metrics.jsonl"
 
 
 def perplexity(nll_per_token: float) -> float:
@@ -29,7 +28,7 @@ class MetricsLog:
     """Appends events to RUN/metrics.jsonl (only on the main rank: pass ``enabled=False`` else)."""
 
     def __init__(self, run_dir: str | Path, enabled: bool = True) -> None:
-        self.path = Path(run_dir) / METRICS
+        self.path = Path(run_dir) / METRICS_FILE
         self.enabled = enabled
 
     def write(self, event: str, **fields: Any) -> dict[str, Any]:
@@ -51,7 +50,7 @@ def read_metrics(path: str | Path) -> list[dict[str, Any]]:
     """The events of a metrics file (or of RUN/metrics.jsonl when given a run directory)."""
     path = Path(path)
     if path.is_dir():
-        path = path / METRICS
+        path = path / METRICS_FILE
     if not path.is_file():
         raise UserError(f"{path}: no metrics file (is this a run directory of aiayn train?)")
     events = []

@@ -26,7 +26,9 @@ from aiayn import storage
 from aiayn.config import ModelConfig, TrainConfig, to_dict
 from aiayn.data import Batch, Split, batch_from_indices, token_batches
 from aiayn.errors import UserError
+from aiayn.kernels import Kernels
 from aiayn.model import Transformer
+from aiayn.run_dir import CONFIG_FILE, LOCK_FILE, latest_checkpoint
 from aiayn.train import checkpoints as ckpt
 from aiayn.train.distributed import World, all_reduce_sum, barrier, gather_objects
 from aiayn.train.metrics import MetricsLog, perplexity
@@ -40,9 +42,13 @@ class TrainingDiverged(UserError):
 
 @dataclass(frozen=True)
 class Runtime:
-    """How to run, not what to compute: device, bf16 autocast, torch.compile (CUDA only)."""
+    """How to run, not what to compute: device, kernels, bf16 autocast, torch.compile (CUDA only).
+
+    None of it is stored in a checkpoint: a run may resume with other values.
+    """
 
     device: str = "auto"
+    kernels: Kernels = "fast"  # aiayn.kernels.FAST (proven equal to PLAIN); "plain": none
     bf16: bool = False  # EXTENSION: bf16 autocast on CUDA (off by default)
     compile: bool = False  # torch.compile the model (CUDA only; ignored on the CPU)
 
@@ -138,10 +144,10 @@ class Session:
         """
         run, world, cfg = self.run, self.world, self.cfg
         if world.is_main:
-            self.lock = storage.DirectoryLock(run, what="training").acquire()
+            self.lock = storage.DirectoryLock(run, LOCK_FILE, what="training").acquire()
             ckpt.clean_run(run)
         barrier(world)
-        latest = ckpt.latest_checkpoint(run)
+        latest = latest_checkpoint(run)
         if resume and latest is None:
             raise UserError(f"{run}: --resume given but the run has no complete checkpoint")
         if not resume and latest is not None:
@@ -162,7 +168,7 @@ class Session:
                 "data": self.source,
                 "world_size": world.world_size,
             }
-            storage.write_text(run / ckpt.CONFIG_FILE, json.dumps(config, indent=1) + "\n")
+            storage.write_text(run / CONFIG_FILE, json.dumps(config, indent=1) + "\n")
         barrier(world)
         return self.progress
 
@@ -195,7 +201,7 @@ class Session:
             )
             self.emit("checkpoint", step=p.step, path=str(path.relative_to(self.run)))
         barrier(self.world)
-        path = path or ckpt.latest_checkpoint(self.run)
+        path = path or latest_checkpoint(self.run)
         assert path is not None
         self.saved = (here, path)
         return path
@@ -238,7 +244,7 @@ class Session:
         )
         log.warning("update %d skipped: non-finite loss or gradient", p.step + 1)
         if p.bad_steps >= cfg.max_bad_steps:
-            latest = ckpt.latest_checkpoint(self.run)
+            latest = latest_checkpoint(self.run)
             where = f"the last good checkpoint is {latest}" if latest else "no checkpoint yet"
             reason = (
                 f"{p.bad_steps} consecutive steps had a non-finite loss or gradient after step "

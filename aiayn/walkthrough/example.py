@@ -133,7 +133,6 @@ class Example:
             n_layers=cfg.n_layers,
             dropout=0.0,  # the walkthrough shows one deterministic pass (5.4's dropout: see text)
             pad_id=0,  # <s>: see the module docstring
-            kernels="plain",
         )
         with torch.random.fork_rng(devices=[]):  # the caller's random state is left alone
             torch.manual_seed(cfg.seed)
