@@ -96,7 +96,7 @@ def test_kernels_plain_translates_the_same(tmp_path, ckpt) -> None:
     import aiayn.model
 
     assert load_translator(ckpt, kernels="plain").model.ops is aiayn.model.PLAIN
-    assert load_translator(ckpt).model.ops is aiayn.kernels.FAST  # the default: the kernels, applied from above
+    assert load_translator(ckpt).model.ops is aiayn.kernels.FAST  # the default, applied from above
 
 
 def test_translator_equals_beam_search(ckpt, tokenizer) -> None:
