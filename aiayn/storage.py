@@ -407,7 +407,7 @@ class DirectoryLock:
 
     _held: typing.ClassVar[dict[Path, list[int]]] = {}  # path: [fd, count], this process's
 
-    def __init__(self, directory: str | Path, name: str = "train.lock", what: str = "run") -> None:
+    def __init__(self, directory: str | Path, name: str = "lock", what: str = "run") -> None:
         self.path = Path(directory).absolute() / name
         self.what = what
         self.held = False

@@ -144,7 +144,7 @@ def leftovers_before(run: Path) -> list[str]:
 def check(run: Path, newest_before: int) -> dict[str, list[str]]:
     """The problems of a run after a kill, as the next start-up sees it (after clean_run)."""
     problems: dict[str, list[str]] = {"corrupt": [], "lost": [], "leftover": []}
-    with storage.DirectoryLock(run, what="training"):
+    with storage.DirectoryLock(run, layout.LOCK_FILE, what="training"):
         ckpt.clean_run(run)
     for d in layout.list_checkpoints(run):
         try:

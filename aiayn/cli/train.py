@@ -218,6 +218,7 @@ class _Progress:
 
 
 def run(args: argparse.Namespace) -> int:
+    from aiayn.run_dir import LOCK_FILE
     from aiayn.storage import DirectoryLock, set_hash_checks
     from aiayn.train.configure import check_run_dir
     from aiayn.train.distributed import pick_device
@@ -229,7 +230,7 @@ def run(args: argparse.Namespace) -> int:
     check_run_dir(run_dir, args.resume)
     main = int(os.environ.get("RANK", "0")) == 0
     # A run that another training holds is refused before anything is loaded (train locks too).
-    lock = DirectoryLock(run_dir, what="training") if main and run_dir.is_dir() else None
+    lock = DirectoryLock(run_dir, LOCK_FILE, what="training") if main and run_dir.is_dir() else None
     set_hash_checks(False if args.no_hash_check else None)
     try:
         with lock or contextlib.nullcontext():

@@ -1,0 +1,138 @@
+"""The package's layout (docs/paper-map.md, CONTRIBUTING.md): who may import whom.
+
+Read from the source with ``ast``, every import counted, those inside functions too: no import
+circle; the model (``aiayn.model``, ``aiayn.attention``) never reaches ``aiayn.kernels``, which
+are applied from above; inference (translator, decode, evaluate, export, explore) never reaches
+``aiayn.train``; the run directory's file names are spelled in ``aiayn.run_dir`` only.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "aiayn"
+INFERENCE = ("aiayn.translator", "aiayn.decode", "aiayn.evaluate", "aiayn.export", "aiayn.explore")
+RUN_FILES = {"config.json", "metrics.jsonl", "train.lock", "model.safetensors", "trainer.pt"}
+
+
+def _modules(root: Path = PACKAGE) -> dict[str, Path]:
+    """Every module of the package by dotted name (a package by its own name)."""
+    out = {}
+    for path in root.rglob("*.py"):
+        parts = list(path.relative_to(root.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = path
+    return out
+
+
+def _imports(name: str, path: Path, known: set[str]) -> set[str]:
+    """The modules of the package that ``name`` imports anywhere in its file."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: from .x import y
+                up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*up, base] if base else up)
+            found.add(base)
+            found.update(f"{base}.{a.name}" for a in node.names)  # a submodule, if it is one
+    return found & known
+
+
+def import_graph(root: Path = PACKAGE) -> dict[str, set[str]]:
+    """module -> the package's modules it imports, leaving out a submodule's import of its own
+    parent packages (Python runs a package's __init__ before its submodules: no circle)."""
+    modules = _modules(root)
+    graph = {}
+    for name, path in modules.items():
+        deps = _imports(name, path, set(modules))
+        graph[name] = {d for d in deps if d != name and not name.startswith(d + ".")}
+    return graph
+
+
+def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    """Every module that importing ``start`` (and calling into it) may import."""
+    seen, todo = set(), [m for m in graph if m == start or m.startswith(start + ".")]
+    while todo:
+        m = todo.pop()
+        if m not in seen:
+            seen.add(m)
+            todo.extend(graph[m])
+    return seen
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles: strongly connected sets of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while (w := stack.pop()) != v:
+                comp.append(w)
+            if comp:
+                found.append(sorted([v, *comp]))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_checks_see_a_circle_and_a_forbidden_arrow(tmp_path: Path) -> None:
+    """The checks below can fail: a model that imports its kernels is a circle and an arrow."""
+    pkg = tmp_path / "aiayn"
+    (pkg / "kernels").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "model.py").write_text("def ops():\n    from aiayn.kernels import FAST\n")
+    (pkg / "kernels" / "__init__.py").write_text("from aiayn.kernels import ffn\n")
+    (pkg / "kernels" / "ffn.py").write_text("from aiayn.model import ops\n")
+    graph = import_graph(pkg)
+    assert circles(graph) == [["aiayn.kernels", "aiayn.kernels.ffn", "aiayn.model"]]
+    assert "aiayn.kernels" in reachable(graph, "aiayn.model")
+
+
+def test_no_import_circle() -> None:
+    assert circles(import_graph()) == []
+
+
+@pytest.mark.parametrize("module", ["aiayn.model", "aiayn.attention"])
+def test_the_model_never_imports_the_kernels(module: str) -> None:
+    reached = reachable(import_graph(), module)
+    assert "aiayn.config" in reached or module == "aiayn.attention"  # the walk does walk
+    assert not {m for m in reached if m.startswith("aiayn.kernels")}
+
+
+@pytest.mark.parametrize("module", INFERENCE)
+def test_inference_imports_nothing_from_training(module: str) -> None:
+    reached = reachable(import_graph(), module)
+    assert "aiayn.model" in reached  # the walk does walk
+    assert sorted(m for m in reached if m.startswith("aiayn.train")) == []
+
+
+def test_the_run_directory_layout_is_spelled_in_one_module() -> None:
+    """The names of a run's files appear as string constants in aiayn/run_dir.py only."""
+    spelled: dict[str, set[str]] = {}
+    for name, path in _modules().items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and node.value in RUN_FILES:
+                spelled.setdefault(node.value, set()).add(name)
+    assert spelled == {f: {"aiayn.run_dir"} for f in RUN_FILES}
