@@ -291,7 +291,7 @@ def test_a_lock_is_refused_while_held_and_taken_over_after_kill(tmp_path: Path, 
         with DirectoryLock(tmp_path):  # re-entrant within one process
             pass
         assert lock.held
-        assert (tmp_path / "train.lock").read_text().strip() == str(os.getpid())
+        assert (tmp_path / "lock").read_text().strip() == str(os.getpid())
     with DirectoryLock(tmp_path):  # released
         pass
 
