@@ -410,6 +410,32 @@ def search(
     )
 
 
+class SentenceRows:
+    """Which sentence each row of the search's calls belongs to, following ``origin``.  6.1.
+
+    ``follow(origin)`` moves to the new rows and says whether every row still belongs to the
+    sentence it did (a beam reordering) or not (a sentence or hypothesis finished, the beams were
+    expanded): a cache reorders its sentence-only parts in the second case alone
+    (``DecoderState.reorder(origin, same_sentences)``). Shared by every cached step function.
+    """
+
+    def __init__(self, n: int, device: torch.device | str | None = None) -> None:
+        self.rows = torch.arange(n, device=device)  # (N,): the first call's rows are sentences
+
+    def follow(self, origin: Tensor) -> bool:
+        """Rows = rows[origin]; True when each row's sentence is the one before it in order."""
+        new = self.rows.index_select(0, origin.to(self.rows.device))  # (N',)
+        same = new.shape == self.rows.shape and bool(torch.equal(new, self.rows))
+        self.rows = new
+        return same
+
+
+def follow_origin(state: DecoderState, rows: SentenceRows, origin: Tensor | None) -> None:
+    """Make the cache follow the search's rows before a step (``origin`` as in ``StepFn``)."""
+    if origin is not None:
+        state.reorder(origin, same_sentences=rows.follow(origin))
+
+
 def model_step_fn(model: Transformer, src: Tensor, cached: bool = True) -> StepFn:
     """The step function of a Transformer on source ids src (B, S).  Sections 3.2.3 and 6.1.
 
@@ -425,27 +451,13 @@ def model_step_fn(model: Transformer, src: Tensor, cached: bool = True) -> StepF
     if model.training:
         raise ValueError("model_step_fn: call model.eval() first (dropout would randomise search)")
     box: dict[str, Any] = {}
+    rows = SentenceRows(src.size(0), src.device)
 
-    def same_sentences(origin: Tensor) -> bool:
-        """Follow origin; True when every row still belongs to the same sentence as before."""
-        rows = box["rows"]  # (N,): the sentence of each row of the previous call
-        new = rows.index_select(0, origin)  # (N',)
-        box["rows"] = new
-        return new.shape == rows.shape and bool(torch.equal(new, rows))
-
-    def cached_step(prefix: Tensor, origin: Tensor | None) -> Tensor:
+    def step_cached(prefix: Tensor, origin: Tensor | None) -> Tensor:
         if "state" not in box:
             box["state"] = model.start(src)
-            box["rows"] = torch.arange(src.size(0), device=src.device)  # (B,)
         state: DecoderState = box["state"]
-        if origin is not None:
-            if same_sentences(origin):
-                for layer in state.layers:
-                    cache = layer["self"]
-                    for key, value in cache.items():
-                        cache[key] = value.index_select(0, origin)  # (N, H, t, K)
-            else:
-                state.reorder(origin)
+        follow_origin(state, rows, origin)
         if state.length != prefix.size(1) - 1:
             raise RuntimeError(f"cache holds {state.length} positions, prefix {prefix.size(1)}")
         return model.step(prefix[:, -1:], state)[:, -1]  # (N, V)
@@ -453,11 +465,10 @@ def model_step_fn(model: Transformer, src: Tensor, cached: bool = True) -> StepF
     def full_step(prefix: Tensor, origin: Tensor | None) -> Tensor:
         if "memory" not in box:
             box["memory"], box["keep"] = model.encode(src)  # (B, S, D), (B, 1, 1, S)
-            box["rows"] = torch.arange(src.size(0), device=src.device)  # (B,)
-        elif origin is not None and not same_sentences(origin):
+        elif origin is not None and not rows.follow(origin):
             box["memory"] = box["memory"].index_select(0, origin)  # (N, S, D)
             box["keep"] = box["keep"].index_select(0, origin)  # (N, 1, 1, S)
         z = model.decode(prefix, box["memory"], box["keep"])  # (N, t, D)
         return model.logits(z[:, -1:])[:, -1]  # (N, V)
 
-    return cached_step if cached else full_step
+    return step_cached if cached else full_step

@@ -26,17 +26,16 @@ included, padding excluded), the quantity of Table 3's PPL column.
 
 from __future__ import annotations
 
-import math
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from aiayn.config import DecodeConfig
 from aiayn.data.batch import collate
+from aiayn.loss import Perplexity
 from aiayn.model import Transformer
 from aiayn.translator import Translator
 
@@ -117,20 +116,8 @@ def paper_bleu(hyps: Sequence[str], refs: Sequence[str], tokenize: str = "13a") 
     return metric.corpus_score(h, [r]).score
 
 
-@dataclass(frozen=True)
-class Perplexity:
-    """exp(NLL / tokens): the per-token perplexity of the references.  Table 3, PPL."""
-
-    nll: float  # summed negative log-likelihood, nats
-    tokens: int  # target tokens counted (EOS included, padding excluded)
-
-    @property
-    def value(self) -> float:
-        return math.exp(self.nll / max(self.tokens, 1))
-
-
 @torch.inference_mode()
-def perplexity(
+def reference_perplexity(
     model: Transformer,
     pairs: Sequence[tuple[Sequence[int], Sequence[int]]],
     max_tokens: int = 6000,
@@ -148,7 +135,8 @@ def perplexity(
         widest = max(len(pairs[order[start]][0]), len(pairs[order[start]][1])) + 1
         size = max(1, max_tokens // widest)
         batch = collate([pairs[i] for i in order[start : start + size]]).to(device)
-        # The output layer in chunks (aiayn.kernels.output_loss): no (B, T, V) logits at once.
+        # label_smoothed_loss's NLL (eps = 0), through the model's ops: the fast kernel never
+        # builds the (B, T, V) logits at once.
         _, batch_nll, n = model(batch.src, batch.tgt_in, target=batch.tgt_out)
         nll += float(batch_nll)
         count += int(n)
@@ -202,7 +190,11 @@ def evaluate(translator: Any, sources: Sequence[str], references: Sequence[str])
     ref_ids = translator.tokenizer.encode_target_batch(list(references))
     pairs = list(zip(src_ids, ref_ids, strict=True))
     engine_ppl = getattr(translator, "perplexity", None)  # an exported model scores itself
-    ppl = engine_ppl(pairs) if engine_ppl is not None else perplexity(translator.model, pairs)
+    ppl = (
+        engine_ppl(pairs)
+        if engine_ppl is not None
+        else reference_perplexity(translator.model, pairs)
+    )
     report["perplexity"] = {"value": ppl.value, "nll": ppl.nll, "tokens": ppl.tokens}
     report["speed"] = {
         "sentences": len(sources),

@@ -1,4 +1,4 @@
-"""Label-smoothed cross-entropy.  Section 5.4.
+"""Label-smoothed cross-entropy, and the perplexity of its NLL.  Section 5.4, Table 3.
 
 "During training, we employed label smoothing of value eps_ls = 0.1. This hurts perplexity, as
 the model learns to be more unsure, but improves accuracy and BLEU score." (5.4)
@@ -14,13 +14,20 @@ cannot fall below the entropy of q, H(q) = -(1 - eps) log(1 - eps) - eps log(eps
 about 1.3770 nats for V = 37000 and eps = 0.1. It is computed from one log_softmax, a gather and
 a row sum: no (N, V) target matrix is built. Padding positions never count.
 
+The NLL that ``label_smoothed_loss`` returns beside the smoothed loss is the one every figure
+of aiayn counts (training, validation, ``aiayn evaluate``, the exported engines): summed over
+the non-pad target tokens, EOS included, and its perplexity is ``perplexity`` here.
+
 >>> round(smoothed_entropy(37000, 0.1), 3)
 1.377
+>>> round(Perplexity(nll=6.0, tokens=3).value, 4)
+7.3891
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -80,3 +87,25 @@ def token_accuracy(logits: Tensor, target: Tensor, pad_id: int) -> tuple[int, in
     keep = target != pad_id  # (B, T)
     correct = (logits.argmax(dim=-1) == target) & keep  # (B, T)
     return int(correct.sum()), int(keep.sum())
+
+
+def perplexity(nll: float, tokens: float = 1.0) -> float:
+    """PPL = exp(NLL / N), N target tokens (EOS included, padding not).  Table 3, PPL.
+
+    ``nll`` is summed over the N tokens (or is already per token, with the default N = 1);
+    inf where exp overflows.
+    """
+    per_token = nll / max(tokens, 1)
+    return math.exp(per_token) if per_token < 700 else math.inf
+
+
+@dataclass(frozen=True)
+class Perplexity:
+    """exp(NLL / tokens): the per-token perplexity of the references, with its sums.  Table 3."""
+
+    nll: float  # summed negative log-likelihood, nats
+    tokens: int  # target tokens counted (EOS included, padding excluded)
+
+    @property
+    def value(self) -> float:
+        return perplexity(self.nll, self.tokens)

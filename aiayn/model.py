@@ -275,21 +275,30 @@ class DecoderState:
     ``memory`` (B, S, D) and ``src_keep`` (B, 1, 1, S) come from the encoder; ``layers`` holds,
     per decoder layer, the self-attention cache (K and V of every position so far, growing by
     one position a step) and the cross-attention cache (K and V of the memory, computed once).
+    ``memory`` is None where the cross-attention caches are given instead (an exported encoder).
     """
 
-    memory: Tensor
+    memory: Tensor | None
     src_keep: Tensor
     layers: list[dict[str, Cache]] = field(default_factory=list)
     length: int = 0  # target positions decoded so far
 
-    def reorder(self, index: Tensor) -> None:
-        """Keep rows ``index`` (B',) of every cached tensor, in that order (beam search)."""
-        self.memory = self.memory.index_select(0, index)
-        self.src_keep = self.src_keep.index_select(0, index)
+    def reorder(self, index: Tensor, same_sentences: bool = False) -> None:
+        """Keep rows ``index`` (B',) of every cached tensor, in that order (beam search).
+
+        With ``same_sentences`` (every row still belongs to the sentence it belonged to), only
+        the self-attention caches change: the memory, its mask and the cross-attention caches
+        depend on the sentence alone.
+        """
+        if not same_sentences:
+            if self.memory is not None:
+                self.memory = self.memory.index_select(0, index)  # (B', S, D)
+            self.src_keep = self.src_keep.index_select(0, index)  # (B', 1, 1, S)
         for layer in self.layers:
-            for cache in layer.values():
-                for key, value in cache.items():
-                    cache[key] = value.index_select(0, index)
+            for name, cache in layer.items():
+                if name == "self" or not same_sentences:
+                    for key, value in cache.items():
+                        cache[key] = value.index_select(0, index)  # (B', H, t or S, K)
 
 
 class Transformer(nn.Module):

@@ -21,7 +21,7 @@ from aiayn.evaluate import (
     evaluate,
     paper_bleu,
     paper_tokenize,
-    perplexity,
+    reference_perplexity,
     sacre_bleu,
 )
 from aiayn.translator import load_translator
@@ -82,7 +82,7 @@ def test_perplexity_of_a_uniform_model_is_the_vocabulary() -> None:
     with torch.no_grad():
         model.embedding.zero_()
     pairs = [([5, 6, 7], [8, 9]), ([5], [10, 11, 12, 13]), ([6, 7], [])]
-    ppl = perplexity(model, pairs)
+    ppl = reference_perplexity(model, pairs)
     assert ppl.tokens == 3 + 5 + 1  # every target token and its EOS; never padding
     assert ppl.value == pytest.approx(17.0, rel=1e-5)
 
@@ -90,7 +90,7 @@ def test_perplexity_of_a_uniform_model_is_the_vocabulary() -> None:
 def test_perplexity_equals_one_sentence_at_a_time() -> None:
     model = tiny(30, seed=3)
     pairs = [([5, 6, 7, 8, 9], [10, 11]), ([12], [13, 14, 15, 16, 17, 18]), ([19, 20], [21])]
-    together = perplexity(model, pairs)
+    together = reference_perplexity(model, pairs)
     nll, n = 0.0, 0
     for src, tgt in pairs:
         s = torch.tensor([[*src, EOS]])
@@ -102,7 +102,7 @@ def test_perplexity_equals_one_sentence_at_a_time() -> None:
     assert together.tokens == n
     assert together.nll == pytest.approx(nll, rel=1e-5)
     # Batches of one sentence (a budget smaller than any pair) give the same number.
-    assert perplexity(model, pairs, max_tokens=1).nll == pytest.approx(nll, rel=1e-5)
+    assert reference_perplexity(model, pairs, max_tokens=1).nll == pytest.approx(nll, rel=1e-5)
 
 
 @pytest.fixture(scope="module")

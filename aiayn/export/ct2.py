@@ -29,7 +29,6 @@ from torch import Tensor
 from aiayn.data.specials import BOS, EOS, PAD, SPECIAL_TOKENS
 from aiayn.decode import Hypothesis, length_penalty, max_lengths
 from aiayn.errors import UserError
-from aiayn.evaluate import Perplexity
 from aiayn.export import (
     DEFAULT_MAX_POSITIONS,
     TOKENIZER_FILE,
@@ -38,6 +37,7 @@ from aiayn.export import (
     require,
     write_manifest,
 )
+from aiayn.loss import Perplexity
 from aiayn.model import Transformer
 from aiayn.translator import length_batches
 

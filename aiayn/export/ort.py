@@ -30,12 +30,12 @@ from torch import Tensor, nn
 
 from aiayn.data.batch import collate
 from aiayn.data.specials import EOS, PAD
-from aiayn.decode import Hypothesis, StepFn, max_lengths, search
+from aiayn.decode import Hypothesis, SentenceRows, StepFn, follow_origin, max_lengths, search
 from aiayn.errors import UserError
-from aiayn.evaluate import Perplexity
 from aiayn.export import TOKENIZER_FILE, EngineTranslator, check_exportable, require, write_manifest
 from aiayn.export.ct2 import position_table
-from aiayn.model import Transformer
+from aiayn.loss import Perplexity, label_smoothed_loss
+from aiayn.model import DecoderState, Transformer
 from aiayn.translator import length_batches
 
 ENCODER_FILE = "encoder.onnx"
@@ -182,46 +182,58 @@ def _export_graphs(model: Transformer, out: Path, rows: int) -> None:
 class OnnxStep:
     """aiayn's step function (aiayn.decode) over the two ONNX Runtime sessions.  Section 6.1.
 
-    The source is encoded on the first call; the self-attention caches follow every ``origin``,
-    the cross keys, values and source mask only when the rows' sentences change.
+    The source is encoded on the first call. The caches live in the library's
+    ``DecoderState`` (the cross keys and values in place of the memory) and follow the search's
+    rows as ``model_step_fn``'s do (``decode.follow_origin``): the self-attention caches every
+    ``origin``, the cross keys, values and source mask only when the rows' sentences change.
     """
 
     def __init__(self, translator: OnnxTranslator, src: Tensor) -> None:
-        self.t, self.src = translator, src.numpy()
-        self.state: dict[str, Any] = {}
+        self.t, self.src = translator, src
+        self.rows = SentenceRows(src.size(0))
+        self.state: DecoderState | None = None
+
+    def _start(self) -> DecoderState:
+        """DecoderState of the encoder graph's cross keys and values, empty self caches."""
+        t, B = self.t, self.src.size(0)
+        cross = [torch.from_numpy(c) for c in t.encoder.run(None, {"src": self.src.numpy()})]
+        layers = []
+        for i in range(t.layers):
+            empty = [torch.zeros(B, t.heads, 0, d) for d in t.self_dims[2 * i : 2 * i + 2]]
+            layers.append(
+                {
+                    "self": {"k": empty[0], "v": empty[1]},  # (B, H, 0, K): t = 0
+                    "cross": {"k": cross[2 * i], "v": cross[2 * i + 1]},  # (B, H, S, K)
+                }
+            )
+        src_keep = (self.src != PAD)[:, None, None, :]  # (B, 1, 1, S)
+        return DecoderState(None, src_keep, layers)
 
     def __call__(self, prefix: Tensor, origin: Tensor | None) -> Tensor:
         import numpy as np
 
-        t, st = self.t, self.state
-        if not st:
-            cross = t.encoder.run(None, {"src": self.src})
-            B = self.src.shape[0]
-            st.update(
-                keep=self.src != PAD,  # (B, S)
-                cross=cross,  # (B, H, S, K) each
-                self=[np.zeros((B, t.heads, 0, d), np.float32) for d in t.self_dims],  # t = 0
-                rows=np.arange(B),  # (N,): the sentence of each row
-            )
-        elif origin is not None:
-            o = origin.numpy()
-            st["self"] = [c[o] for c in st["self"]]
-            rows = st["rows"][o]
-            if rows.shape != st["rows"].shape or not np.array_equal(rows, st["rows"]):
-                st["cross"] = [c[o] for c in st["cross"]]
-                st["keep"] = st["keep"][o]
-            st["rows"] = rows
-        step = prefix.size(1) - 1  # the position of the newest token
+        if self.state is None:
+            self.state = self._start()
+        state = self.state
+        follow_origin(state, self.rows, origin)
+        if state.length != prefix.size(1) - 1:
+            raise RuntimeError(f"cache holds {state.length} positions, prefix {prefix.size(1)}")
         feed = {
             "token": prefix[:, -1:].numpy(),
-            "position": np.array([step], dtype=np.int64),
-            "src_keep": st["keep"],
+            "position": np.array([state.length], dtype=np.int64),  # of the newest token
+            "src_keep": state.src_keep[:, 0, 0, :].numpy(),  # (N, S)
         }
-        for i in range(t.layers):
-            feed[f"self_k_{i}"], feed[f"self_v_{i}"] = st["self"][2 * i], st["self"][2 * i + 1]
-            feed[f"cross_k_{i}"], feed[f"cross_v_{i}"] = st["cross"][2 * i], st["cross"][2 * i + 1]
-        logits, *grown = t.decoder.run(None, feed)
-        st["self"] = grown
+        for i, layer in enumerate(state.layers):
+            for name in ("self", "cross"):
+                feed[f"{name}_k_{i}"] = layer[name]["k"].numpy()
+                feed[f"{name}_v_{i}"] = layer[name]["v"].numpy()
+        logits, *grown = self.t.decoder.run(None, feed)
+        for i, layer in enumerate(state.layers):
+            layer["self"] = {
+                "k": torch.from_numpy(grown[2 * i]),
+                "v": torch.from_numpy(grown[2 * i + 1]),
+            }
+        state.length += 1
         return torch.from_numpy(logits)  # (N, V)
 
 
@@ -290,9 +302,8 @@ class OnnxTranslator(EngineTranslator):
             batch = collate([pairs[i] for i in idx])
             step = self.step_fn(batch.src)
             for j in range(batch.tgt_in.size(1)):
-                logp = step(batch.tgt_in[:, : j + 1], None).float().log_softmax(-1)  # (B, V)
-                gold = batch.tgt_out[:, j]  # (B,)
-                real = gold != PAD
-                nll -= float(logp.gather(1, gold[:, None])[:, 0][real].sum())
-                count += int(real.sum())
+                logits = step(batch.tgt_in[:, : j + 1], None).float()  # (B, V)
+                _, step_nll, n = label_smoothed_loss(logits, batch.tgt_out[:, j], 0.0, PAD)
+                nll += float(step_nll)
+                count += n
         return Perplexity(nll, count)

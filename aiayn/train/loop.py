@@ -26,13 +26,12 @@ from torch import Tensor
 from aiayn.config import ModelConfig, TrainConfig
 from aiayn.data import Batch, Split, batch_from_indices, token_batches
 from aiayn.kernels import kernel_ops
-from aiayn.loss import label_smoothed_loss, token_accuracy
+from aiayn.loss import label_smoothed_loss, perplexity, token_accuracy
 from aiayn.model import Transformer
 from aiayn.train.bleu import BleuScorer, valid_bleu
 from aiayn.train.checkpoints import Progress
 from aiayn.train.configure import check_run
 from aiayn.train.distributed import World, all_reduce_sum, setup
-from aiayn.train.metrics import perplexity
 from aiayn.train.runtime import (
     BatchStream,
     Runtime,

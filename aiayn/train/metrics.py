@@ -9,7 +9,6 @@ optionally BLEU), "skip" (an update skipped for a non-finite loss or gradient), 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -17,11 +16,6 @@ from typing import Any
 from aiayn.errors import UserError
 from aiayn.run_dir import METRICS_FILE
 from aiayn.storage import append_text, atomic_write
-
-
-def perplexity(nll_per_token: float) -> float:
-    """exp(NLL per token), inf when it overflows."""
-    return math.exp(nll_per_token) if nll_per_token < 700 else math.inf
 
 
 class MetricsLog:

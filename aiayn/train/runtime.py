@@ -27,11 +27,12 @@ from aiayn.config import ModelConfig, TrainConfig, to_dict
 from aiayn.data import Batch, Split, batch_from_indices, token_batches
 from aiayn.errors import UserError
 from aiayn.kernels import Kernels
+from aiayn.loss import perplexity
 from aiayn.model import Transformer
 from aiayn.run_dir import CONFIG_FILE, LOCK_FILE, latest_checkpoint
 from aiayn.train import checkpoints as ckpt
 from aiayn.train.distributed import World, all_reduce_sum, barrier, gather_objects
-from aiayn.train.metrics import MetricsLog, perplexity
+from aiayn.train.metrics import MetricsLog
 
 log = logging.getLogger(__name__)
 
