@@ -7,10 +7,10 @@ Settings merge in increasing precedence: preset < TOML file (``load_toml``) < si
 (``merge_config``; the CLI's flags); a refused value is a UserError naming it and its file.
 
 >>> cfg = model_preset("base")
->>> cfg.d_model, cfg.n_heads, cfg.head_dim, cfg.d_ff, cfg.n_layers
+>>> cfg.d_model, cfg.n_heads, cfg.d_k, cfg.d_ff, cfg.n_layers
 (512, 8, 64, 2048, 6)
->>> model_preset("table3-A-h1").d_k
-512
+>>> cfg.d_k_override is None, model_preset("table3-A-h1").d_k
+(True, 512)
 """
 
 from __future__ import annotations
@@ -49,8 +49,8 @@ class ModelConfig:
     vocab_size: int = 37000  # 5.1: shared source-target BPE vocabulary of about 37000 tokens
     d_model: int = 512  # 3.1: every sub-layer and embedding output
     n_heads: int = 8  # 3.2.2: h
-    d_k: int | None = None  # 3.2.2: d_k = d_model / h when None (Table 3 B changes it)
-    d_v: int | None = None  # 3.2.2: d_v = d_model / h when None (Table 3 B keeps d_v = 64)
+    d_k_override: int | None = None  # 3.2.2: None: d_k = d_model / h (Table 3 rows A-C set it)
+    d_v_override: int | None = None  # 3.2.2: None: d_v = d_model / h (Table 3 row B keeps 64)
     d_ff: int = 2048  # 3.3: inner layer of the FFN
     n_layers: int = 6  # 3.1: N, the same for encoder and decoder
     n_dec_layers: int | None = None  # decoder layers when different from n_layers (None: same)
@@ -71,17 +71,17 @@ class ModelConfig:
     def __post_init__(self) -> None:
         for name in ("vocab_size", "d_model", "n_heads", "d_ff", "n_layers", "max_positions"):
             _check(getattr(self, name) >= 1, name, f"must be >= 1, got {getattr(self, name)}")
-        if self.d_k is None or self.d_v is None:
+        if self.d_k_override is None or self.d_v_override is None:
             _check(
                 self.d_model % self.n_heads == 0,
                 "d_model",
                 f"{self.d_model} is not divisible by n_heads={self.n_heads} "
-                "(set d_k and d_v explicitly for another head size)",
+                "(set d_k_override and d_v_override for another head size)",
             )
-        if self.d_k is not None:
-            _check(self.d_k >= 1, "d_k", f"must be >= 1, got {self.d_k}")
-        if self.d_v is not None:
-            _check(self.d_v >= 1, "d_v", f"must be >= 1, got {self.d_v}")
+        for name in ("d_k_override", "d_v_override"):
+            v = getattr(self, name)
+            if v is not None:
+                _check(v >= 1, name, f"must be >= 1, got {v}")
         if self.n_dec_layers is not None:
             _check(self.n_dec_layers >= 1, "n_dec_layers", f"must be >= 1, got {self.n_dec_layers}")
         for name in ("dropout", "attn_dropout", "ffn_dropout"):
@@ -115,14 +115,15 @@ class ModelConfig:
         )
 
     @property
-    def head_dim(self) -> int:
-        """d_k (section 3.2.2): d_model / h unless set."""
-        return self.d_k if self.d_k is not None else self.d_model // self.n_heads
+    def d_k(self) -> int:
+        """d_k = d_v's partner, the size of a head's queries and keys (3.2.2): d_model / h, or
+        ``d_k_override`` when set."""
+        return self.d_k_override if self.d_k_override is not None else self.d_model // self.n_heads
 
     @property
-    def value_dim(self) -> int:
-        """d_v (section 3.2.2): d_model / h unless set."""
-        return self.d_v if self.d_v is not None else self.d_model // self.n_heads
+    def d_v(self) -> int:
+        """d_v, the size of a head's values (3.2.2): d_model / h, or ``d_v_override`` when set."""
+        return self.d_v_override if self.d_v_override is not None else self.d_model // self.n_heads
 
     @property
     def decoder_layers(self) -> int:
@@ -239,28 +240,33 @@ PRESETS: dict[str, Preset] = {
         model={"d_model": 256, "n_heads": 4, "d_ff": 1024, "n_layers": 3},
     ),
     "table3-A-h1": Preset(
-        "Table 3 row A: h 1, d_k = d_v 512", model={"n_heads": 1, "d_k": 512, "d_v": 512}
+        "Table 3 row A: h 1, d_k = d_v 512",
+        model={"n_heads": 1, "d_k_override": 512, "d_v_override": 512},
     ),
     "table3-A-h4": Preset(
-        "Table 3 row A: h 4, d_k = d_v 128", model={"n_heads": 4, "d_k": 128, "d_v": 128}
+        "Table 3 row A: h 4, d_k = d_v 128",
+        model={"n_heads": 4, "d_k_override": 128, "d_v_override": 128},
     ),
     "table3-A-h16": Preset(
-        "Table 3 row A: h 16, d_k = d_v 32", model={"n_heads": 16, "d_k": 32, "d_v": 32}
+        "Table 3 row A: h 16, d_k = d_v 32",
+        model={"n_heads": 16, "d_k_override": 32, "d_v_override": 32},
     ),
     "table3-A-h32": Preset(
-        "Table 3 row A: h 32, d_k = d_v 16", model={"n_heads": 32, "d_k": 16, "d_v": 16}
+        "Table 3 row A: h 32, d_k = d_v 16",
+        model={"n_heads": 32, "d_k_override": 16, "d_v_override": 16},
     ),
-    "table3-B-dk16": Preset("Table 3 row B: d_k 16", model={"d_k": 16}),
-    "table3-B-dk32": Preset("Table 3 row B: d_k 32", model={"d_k": 32}),
+    "table3-B-dk16": Preset("Table 3 row B: d_k 16", model={"d_k_override": 16}),
+    "table3-B-dk32": Preset("Table 3 row B: d_k 32", model={"d_k_override": 32}),
     "table3-C-n2": Preset("Table 3 row C: N 2", model={"n_layers": 2}),
     "table3-C-n4": Preset("Table 3 row C: N 4", model={"n_layers": 4}),
     "table3-C-n8": Preset("Table 3 row C: N 8", model={"n_layers": 8}),
     "table3-C-d256": Preset(
-        "Table 3 row C: d_model 256, d_k = d_v 32", model={"d_model": 256, "d_k": 32, "d_v": 32}
+        "Table 3 row C: d_model 256, d_k = d_v 32",
+        model={"d_model": 256, "d_k_override": 32, "d_v_override": 32},
     ),
     "table3-C-d1024": Preset(
         "Table 3 row C: d_model 1024, d_k = d_v 128",
-        model={"d_model": 1024, "d_k": 128, "d_v": 128},
+        model={"d_model": 1024, "d_k_override": 128, "d_v_override": 128},
     ),
     "table3-C-dff1024": Preset("Table 3 row C: d_ff 1024", model={"d_ff": 1024}),
     "table3-C-dff4096": Preset("Table 3 row C: d_ff 4096", model={"d_ff": 4096}),
@@ -300,13 +306,26 @@ def to_dict(cfg: Any) -> dict[str, Any]:
 # Fields that older checkpoints stored in their ModelConfig and that are now chosen when a model
 # is run (``--kernels``, ``aiayn.kernels``): how to run is not what to compute. Ignored on load.
 RUN_TIME_FIELDS = ("kernels", "fused_attention")
+# Fields of ModelConfig under their old names (checkpoints, config.json and TOML files of an
+# older aiayn): "d_k" and "d_v" held the override, while cfg.d_k is now always the head size.
+RENAMED_FIELDS = {"d_k": "d_k_override", "d_v": "d_v_override"}
+
+
+def _renamed(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A ModelConfig dict with old field names renamed (the new name wins when both are given)."""
+    out = dict(data)
+    for old, new in RENAMED_FIELDS.items():
+        if old in out:
+            value = out.pop(old)
+            out.setdefault(new, value)
+    return out
 
 
 def from_dict(cls: type, data: dict[str, Any]) -> Any:
     """Rebuild a config from ``to_dict`` output, naming any unknown field."""
     names = {f.name for f in dataclasses.fields(cls)}
     if cls is ModelConfig:
-        data = {k: v for k, v in data.items() if k not in RUN_TIME_FIELDS}
+        data = {k: v for k, v in _renamed(data).items() if k not in RUN_TIME_FIELDS}
     unknown = sorted(set(data) - names)
     if unknown:
         raise ValueError(f"{cls.__name__}: unknown field(s) {', '.join(unknown)}")
@@ -396,6 +415,8 @@ def load_toml(path: str | Path | None) -> dict[str, Any]:
         if not isinstance(data[table], dict):
             raise UserError(f"{p}: {table} must be a table ([{table}]), got {data[table]!r}")
         cls = globals()[cls_name]
+        if cls is ModelConfig:  # a file of an older aiayn: d_k = 32 is d_k_override = 32
+            data[table] = _renamed(data[table])
         names = {f.name for f in dataclasses.fields(cls)}
         bad = sorted(set(data[table]) - names)
         if bad:

@@ -27,7 +27,7 @@ PAPER_TRAINING_FLOPS = {"base": 3.3e18, "big": 2.3e19}
 
 def attention_flops(B: int, Lq: int, Lk: int, cfg: ModelConfig, self_attn: bool) -> int:
     """Forward FLOPs of one multi-head attention sub-layer."""
-    D, H, K, Dv = cfg.d_model, cfg.n_heads, cfg.head_dim, cfg.value_dim
+    D, H, K, Dv = cfg.d_model, cfg.n_heads, cfg.d_k, cfg.d_v
     proj = 2 * B * Lq * D * H * K  # Q
     proj += 2 * B * Lk * D * (H * K + H * Dv)  # K and V (from x or the memory)
     proj += 2 * B * Lq * H * Dv * D  # W^O

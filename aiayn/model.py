@@ -156,8 +156,8 @@ def _attention(cfg: ModelConfig, ops: Ops) -> MultiHeadAttention:
     return MultiHeadAttention(
         cfg.d_model,
         cfg.n_heads,
-        cfg.head_dim,
-        cfg.value_dim,
+        cfg.d_k,
+        cfg.d_v,
         bias=cfg.attn_bias,
         dropout=cfg.attn_dropout,
         attend=ops.attention,

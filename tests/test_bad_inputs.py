@@ -62,7 +62,7 @@ def test_toml_values_are_converted_to_the_field_types(tmp_path) -> None:
     args = argparse.Namespace()
     assert config_from_args(TrainConfig, args, toml=tables).lr_scale == 2.0
     assert isinstance(config_from_args(TrainConfig, args, toml=tables).lr_scale, float)
-    assert config_from_args(ModelConfig, args, toml=tables).d_k is None
+    assert config_from_args(ModelConfig, args, toml=tables).d_k_override is None
 
 
 @pytest.mark.slow

@@ -50,7 +50,7 @@ def test_flag_types_follow_the_field_types() -> None:
             "--dropout", "0.25",  # float
             "--norm-first",  # bool
             "--positions", "learned",  # Literal
-            "--d-k", "16",  # int | None
+            "--d-k-override", "16",  # int | None
             "--n-dec-layers", "none",  # int | None, set to None
             "--length-penalty", "fairseq",
         ]

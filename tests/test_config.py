@@ -13,14 +13,14 @@ import pytest
 import torch
 
 from aiayn import PRESETS, DecodeConfig, ModelConfig, TrainConfig, model_preset, train_preset
-from aiayn.config import from_dict, to_dict
+from aiayn.config import from_dict, load_toml, merge_config, to_dict
 from aiayn.model import Transformer
 
 
 def test_model_defaults_are_the_papers_base_model() -> None:
     cfg = ModelConfig()
     assert (cfg.d_model, cfg.n_heads, cfg.d_ff, cfg.n_layers) == (512, 8, 2048, 6)  # Table 3
-    assert cfg.head_dim == cfg.value_dim == 64  # 3.2.2: d_k = d_v = d_model / h
+    assert cfg.d_k == cfg.d_v == 64  # 3.2.2: d_k = d_v = d_model / h
     assert cfg.decoder_layers == 6
     assert cfg.dropout == 0.1  # 5.4: P_drop
     assert cfg.attn_dropout == cfg.ffn_dropout == 0.0  # not in the paper
@@ -52,10 +52,10 @@ INVALID_MODEL = [
     ("n_layers", {"n_layers": 0}),
     ("max_positions", {"max_positions": 0}),
     ("d_model", {"d_model": 10, "n_heads": 4}),  # not divisible
-    ("d_model", {"d_model": 10, "n_heads": 4, "d_k": 4}),  # d_v still d_model / h
-    ("d_k", {"d_k": 0}),
-    ("d_k", {"d_k": -2, "d_v": 8}),
-    ("d_v", {"d_v": 0}),
+    ("d_model", {"d_model": 10, "n_heads": 4, "d_k_override": 4}),  # d_v still d_model / h
+    ("d_k_override", {"d_k_override": 0}),
+    ("d_k_override", {"d_k_override": -2, "d_v_override": 8}),
+    ("d_v_override", {"d_v_override": 0}),
     ("n_dec_layers", {"n_dec_layers": 0}),
     ("dropout", {"dropout": 1.0}),
     ("dropout", {"dropout": -0.1}),
@@ -127,7 +127,9 @@ def test_invalid_decode_config_raises_value_error_naming_the_field(field: str, v
 
 def test_valid_edge_values_are_accepted() -> None:
     ModelConfig(dropout=0.0, attn_dropout=0.0, pad_id=36999)
-    ModelConfig(d_model=10, n_heads=4, d_k=3, d_v=5)  # explicit head sizes: no divisibility
+    ModelConfig(
+        d_model=10, n_heads=4, d_k_override=3, d_v_override=5
+    )  # explicit head sizes: no divisibility
     ModelConfig(d_model=7, n_heads=7, positions="learned")  # odd d_model without sinusoids
     TrainConfig(label_smoothing=0.0, max_steps=0, max_minutes=0.0)
     DecodeConfig(beam=1, nbest=1, alpha=0.0)
@@ -155,24 +157,24 @@ def test_every_preset_is_reachable_by_name_and_builds(name: str) -> None:
     assert len(model.encoder) == cfg.n_layers
     assert model.encoder[0].self_attn.w_qkv.shape == (
         cfg.d_model,
-        cfg.n_heads * (2 * cfg.head_dim + cfg.value_dim),
+        cfg.n_heads * (2 * cfg.d_k + cfg.d_v),
     )
 
 
 def test_presets_match_table_3() -> None:
     big = model_preset("big")
     assert (big.d_model, big.d_ff, big.n_heads, big.dropout) == (1024, 4096, 16, 0.3)
-    assert big.head_dim == 64
+    assert big.d_k == 64
     assert train_preset("big").max_steps == 300_000
     assert train_preset("big").keep_last == 20  # 6.1: big averages the last 20
     for h, dk in ((1, 512), (4, 128), (16, 32), (32, 16)):
         cfg = model_preset(f"table3-A-h{h}")
-        assert (cfg.n_heads, cfg.head_dim, cfg.value_dim) == (h, dk, dk)
-        assert cfg.n_heads * cfg.head_dim == 512  # row A keeps the computation constant
-    assert model_preset("table3-B-dk16").head_dim == 16
-    assert model_preset("table3-B-dk16").value_dim == 64
+        assert (cfg.n_heads, cfg.d_k, cfg.d_v) == (h, dk, dk)
+        assert cfg.n_heads * cfg.d_k == 512  # row A keeps the computation constant
+    assert model_preset("table3-B-dk16").d_k == 16
+    assert model_preset("table3-B-dk16").d_v == 64
     assert model_preset("table3-C-n2").n_layers == 2
-    assert model_preset("table3-C-d256").head_dim == 32
+    assert model_preset("table3-C-d256").d_k == 32
     assert model_preset("table3-D-drop0.2").dropout == 0.2
     assert train_preset("table3-D-ls0.2").label_smoothing == 0.2
     assert model_preset("table3-E-learned").positions == "learned"
@@ -206,3 +208,18 @@ def test_from_dict_rejects_unknown_fields_naming_them() -> None:
 def test_from_dict_still_validates_values() -> None:
     with pytest.raises(ValueError, match=r"^dropout: "):
         from_dict(ModelConfig, {**to_dict(ModelConfig()), "dropout": 2.0})
+
+
+def test_configs_of_an_older_aiayn_still_load(tmp_path) -> None:
+    """Checkpoints, config.json and TOML files that called the overrides d_k and d_v (and
+    stored the kernels in the ModelConfig) load: cfg.d_k is now always the head size."""
+    new = to_dict(ModelConfig(d_k_override=32))
+    old = {k: v for k, v in new.items() if not k.endswith("_override")}
+    old |= {"d_k": 32, "d_v": None, "kernels": "plain"}
+    cfg = from_dict(ModelConfig, old)
+    assert cfg == ModelConfig(d_k_override=32)
+    assert (cfg.d_k, cfg.d_v) == (32, 64)
+    toml = tmp_path / "old.toml"
+    toml.write_text("[model]\nd_k = 16\nd_v = 16\n", encoding="utf-8")
+    merged = merge_config(ModelConfig, toml=load_toml(toml))
+    assert (merged.d_k_override, merged.d_k, merged.d_v) == (16, 16, 16)

@@ -209,7 +209,7 @@ VARIANTS = {
     "attention biases": {"attn_bias": True},
     "learned positions": {"positions": "learned", "max_positions": 40},
     "sinusoidal-concat": {"positions": "sinusoidal-concat"},
-    "d_k = d_v != d_model / h": {"d_k": 16, "d_v": 16},
+    "d_k = d_v != d_model / h": {"d_k_override": 16, "d_v_override": 16},
     "fewer decoder layers": {"n_dec_layers": 1},
 }
 
@@ -250,7 +250,7 @@ def test_position_table_is_exported_row_by_position(tmp_path) -> None:
 
 
 def test_unexportable_settings_are_refused_in_one_line() -> None:
-    cfg = ModelConfig(vocab_size=260, d_model=32, n_heads=4, d_k=8, d_v=16)
+    cfg = ModelConfig(vocab_size=260, d_model=32, n_heads=4, d_k_override=8, d_v_override=16)
     with pytest.raises(UserError, match=r"d_v=16 != d_k=8") as e:
         check_exportable(cfg, "ctranslate2")
     assert "\n" not in str(e.value)
@@ -349,7 +349,7 @@ def test_cli_export_translate_evaluate(tmp_path, text_checkpoint, fmt, capsys) -
 def test_cli_refuses_bad_exports(tmp_path, capsys) -> None:
     tok = Tokenizer.train(TEXTS, vocab_size=300)
     cfg = ModelConfig(vocab_size=tok.vocab_size, d_model=32, n_heads=4, d_ff=64, n_layers=1,
-                      d_k=8, d_v=16)  # fmt: skip
+                      d_k_override=8, d_v_override=16)  # fmt: skip
     path = tmp_path / "model.safetensors"
     save_model(path, Transformer(cfg), metadata={"tokenizer": tok.to_str()})
     argv = ["export", "--checkpoint", str(path), "--out", str(tmp_path / "x")]

@@ -219,7 +219,7 @@ def test_the_tied_matrix_gets_gradient_from_all_three_uses() -> None:
 def _formula_count(cfg: ModelConfig) -> int:
     """Distinct parameters of the tied model, from the architecture (3.1-3.5)."""
     D, F_, H = cfg.d_model, cfg.d_ff, cfg.n_heads
-    dk, dv = cfg.head_dim, cfg.value_dim
+    dk, dv = cfg.d_k, cfg.d_v
     attn = D * H * (2 * dk + dv) + H * dv * D  # W^Q, W^K (D x H d_k), W^V (D x H d_v), W^O
     if cfg.attn_bias:
         attn += H * (2 * dk + dv) + D
@@ -242,7 +242,7 @@ def test_parameter_count_of_every_preset_follows_the_formula(name: str) -> None:
 
 
 def test_parameter_count_of_the_options_follows_the_formula() -> None:
-    for opts in ({"attn_bias": True, "norm_first": True}, {"n_dec_layers": 1, "d_v": 3}):
+    for opts in ({"attn_bias": True, "norm_first": True}, {"n_dec_layers": 1, "d_v_override": 3}):
         cfg = tiny(**opts)
         assert Transformer(cfg).num_parameters() == _formula_count(cfg)
 
@@ -584,7 +584,7 @@ def test_incremental_decoding_equals_the_full_pass(pairs, data) -> None:
         {"norm_first": True},
         {"positions": "learned"},
         {"positions": "sinusoidal-concat"},
-        {"attn_bias": True, "d_k": 3, "d_v": 5},
+        {"attn_bias": True, "d_k_override": 3, "d_v_override": 5},
         {"n_dec_layers": 3},
     ],
     ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()),
@@ -702,7 +702,9 @@ TRACE_FIELDS = {"X_E", "encoder", "Z_E", "X_D", "decoder", "Z_D", "L", "P"}
 
 
 def test_trace_returns_every_quantity_with_the_documented_shapes() -> None:
-    cfg = tiny(d_k=3, d_v=5)  # K != d_v != D / H, so that every shape is told apart
+    cfg = tiny(
+        d_k_override=3, d_v_override=5
+    )  # K != d_v != D / H, so that every shape is told apart
     model = Transformer(cfg).eval()
     B, S, T, D, H, Fd = 2, 5, 4, 8, 2, 16
     t = trace(model, SRC, TGT_IN)

@@ -35,7 +35,16 @@ def _model(**overrides) -> Transformer:
 
 @pytest.mark.parametrize(
     "overrides",
-    [{}, {"norm_first": True, "positions": "learned", "attn_bias": True, "d_k": 3, "d_v": 5}],
+    [
+        {},
+        {
+            "norm_first": True,
+            "positions": "learned",
+            "attn_bias": True,
+            "d_k_override": 3,
+            "d_v_override": 5,
+        },
+    ],
     ids=["paper", "options"],
 )
 def test_save_load_round_trip_is_bit_exact(tmp_path: Path, overrides: dict) -> None:

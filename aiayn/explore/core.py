@@ -114,7 +114,7 @@ def switch_off_heads(model: Transformer, heads: Sequence[tuple[str, int, int]]) 
 
 def apply_erratum(model: Transformer) -> None:
     """Scores Q K^T / sqrt(d_model) in every attention: W^Q (and b^Q) times sqrt(d_k / d_model)."""
-    c = math.sqrt(model.config.head_dim / model.config.d_model)
+    c = math.sqrt(model.config.d_k / model.config.d_model)
     with torch.no_grad():
         for layer in model.encoder:
             _scale_queries(layer.self_attn, c)
@@ -179,8 +179,8 @@ class Explorer:
             "model": {
                 "d_model": cfg.d_model,
                 "n_heads": cfg.n_heads,
-                "d_k": cfg.head_dim,
-                "d_v": cfg.value_dim,
+                "d_k": cfg.d_k,
+                "d_v": cfg.d_v,
                 "d_ff": cfg.d_ff,
                 "n_layers": cfg.n_layers,
                 "decoder_layers": cfg.decoder_layers,
@@ -255,7 +255,7 @@ class Explorer:
         tr = trace(model, src, tgt_in)
         tok = self.tokenizer
         S = src.size(1)
-        d_k = model.config.head_dim
+        d_k = model.config.d_k
         divisor = math.sqrt(model.config.d_model if req.erratum else d_k)
         out: dict[str, Any] = {
             "source": {"ids": src[0].tolist(), "pieces": tok.tokens(src[0].tolist())},

@@ -94,8 +94,8 @@ def check_exportable(cfg: ModelConfig, fmt: str) -> None:
     """Raise a one-line UserError naming the first setting the format cannot represent.
 
     CTranslate2's TransformerSpec represents post-LN and pre-LN (with its final LayerNorm),
-    attention biases, any positions given as a table, and d_k = d_v (its ``head_dim``); it has
-    no d_v != d_k and one layer count per stack. The ONNX export runs aiayn's own layers, so it
+    attention biases, any positions given as a table, and d_k = d_v (its ``head_dim``, from
+    ``cfg.d_k``); it has no d_v != d_k and one layer count per stack. The ONNX export runs aiayn's own layers, so it
     takes every config but PAD as the decoder's start; a learned table bounds the positions of
     both. The Marian EXTENSIONs (activation, logits_bias, decoder_start) go to --format hf.
     """
@@ -109,9 +109,9 @@ def check_exportable(cfg: ModelConfig, fmt: str) -> None:
                 f"{name}={value!r} (an imported Marian model's EXTENSION): not exported to "
                 f"{fmt}; export it with --format hf"
             )
-    if fmt == "ctranslate2" and cfg.head_dim != cfg.value_dim:
+    if fmt == "ctranslate2" and cfg.d_k != cfg.d_v:
         raise UserError(
-            f"d_v={cfg.value_dim} != d_k={cfg.head_dim}: CTranslate2's attention has one head "
+            f"d_v={cfg.d_v} != d_k={cfg.d_k}: CTranslate2's attention has one head "
             "size for queries, keys and values; this checkpoint cannot be exported to it"
         )
 

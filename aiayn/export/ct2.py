@@ -107,7 +107,7 @@ def build_spec(
             f"the tokenizer has {tokenizer.vocab_size} tokens but the model's vocabulary has "
             f"{cfg.vocab_size}"
         )
-    head_dim = cfg.head_dim if cfg.head_dim * cfg.n_heads != cfg.d_model else None
+    head_dim = cfg.d_k if cfg.d_k * cfg.n_heads != cfg.d_model else None
     common = {"pre_norm": cfg.norm_first, "head_dim": head_dim}
     enc = ts.TransformerEncoderSpec(cfg.n_layers, cfg.n_heads, **common)
     dec = ts.TransformerDecoderSpec(cfg.decoder_layers, cfg.n_heads, **common)

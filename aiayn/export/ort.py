@@ -28,6 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from aiayn.config import ModelConfig, from_dict
 from aiayn.data.batch import collate
 from aiayn.data.specials import EOS, PAD
 from aiayn.decode import Hypothesis, SentenceRows, StepFn, follow_origin, max_lengths, search
@@ -131,7 +132,7 @@ def export_onnx(
 def _export_graphs(model: Transformer, out: Path, rows: int) -> None:
     """torch.onnx.export of EncoderGraph and DecoderStepGraph with their dynamic axes."""
     cfg = model.config
-    L, H, K, Kv = cfg.decoder_layers, cfg.n_heads, cfg.head_dim, cfg.value_dim
+    L, H, K, Kv = cfg.decoder_layers, cfg.n_heads, cfg.d_k, cfg.d_v
     src = torch.tensor([[5, 6, 7, EOS], [5, 6, EOS, PAD]])  # (2, 4): a padded example batch
     kv_names = [f"{n}_{i}" for i in range(L) for n in ("cross_k", "cross_v")]
     with torch.no_grad(), warnings.catch_warnings():
@@ -254,12 +255,9 @@ class OnnxTranslator(EngineTranslator):
         ort = require("onnxruntime")
         from aiayn.export import read_manifest
 
-        cfg = read_manifest(self.path)["model_config"]
-        self.layers = cfg["n_dec_layers"] or cfg["n_layers"]
-        self.heads = cfg["n_heads"]
-        self.head_dim = cfg["d_k"] or cfg["d_model"] // cfg["n_heads"]
-        value_dim = cfg["d_v"] or cfg["d_model"] // cfg["n_heads"]
-        self.self_dims = [self.head_dim, value_dim] * self.layers
+        cfg = from_dict(ModelConfig, read_manifest(self.path)["model_config"])
+        self.layers, self.heads = cfg.decoder_layers, cfg.n_heads
+        self.self_dims = [cfg.d_k, cfg.d_v] * self.layers  # of each layer's self k, v caches
         opts = ort.SessionOptions()
         if self.threads:
             opts.intra_op_num_threads = self.threads

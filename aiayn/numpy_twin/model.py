@@ -54,12 +54,12 @@ def init_params(cfg: ModelConfig, rng: np.random.Generator) -> Params:
     """Random parameters with the names and shapes of ``Transformer(cfg)`` (for tests)."""
     check_config(cfg)
     D, F, V = cfg.d_model, cfg.d_ff, cfg.vocab_size
-    qkv = 2 * cfg.n_heads * cfg.head_dim + cfg.n_heads * cfg.value_dim
+    qkv = 2 * cfg.n_heads * cfg.d_k + cfg.n_heads * cfg.d_v
     p: Params = {"embedding": rng.normal(0.0, D**-0.5, (V, D))}
 
     def attn(prefix: str) -> None:
         p[f"{prefix}.w_qkv"] = rng.normal(0.0, D**-0.5, (D, qkv))
-        p[f"{prefix}.w_o"] = rng.normal(0.0, D**-0.5, (cfg.n_heads * cfg.value_dim, D))
+        p[f"{prefix}.w_o"] = rng.normal(0.0, D**-0.5, (cfg.n_heads * cfg.d_v, D))
 
     def ffn_norms(prefix: str, norms: int) -> None:
         p[f"{prefix}.ffn.w_1"] = rng.normal(0.0, D**-0.5, (D, F))
@@ -106,9 +106,7 @@ def _ffn_back(d: Array, cache: Cache, prefix: str, grads: Params) -> Array:
 
 
 def _mha(p: Params, name: str, cfg: ModelConfig, x: Array, mem: Array | None, keep: Array | None):
-    return mha_forward(
-        x, mem, p[f"{name}.w_qkv"], p[f"{name}.w_o"], cfg.n_heads, cfg.head_dim, keep
-    )
+    return mha_forward(x, mem, p[f"{name}.w_qkv"], p[f"{name}.w_o"], cfg.n_heads, cfg.d_k, keep)
 
 
 def _mha_back(d: Array, cache: Cache, name: str, grads: Params) -> tuple[Array, Array | None]:

@@ -46,7 +46,7 @@ def texts(lang: str):
 
 def _intro(st: Steps) -> Section:
     ex, cfg, mcfg = st.ex, st.ex.cfg, st.model.config
-    sizes = {"d": mcfg.d_model, "h": mcfg.n_heads, "dk": mcfg.head_dim, "dff": mcfg.d_ff}
+    sizes = {"d": mcfg.d_model, "h": mcfg.n_heads, "dk": mcfg.d_k, "dff": mcfg.d_ff}
     words = {"enc": " ".join(ex.src_words), "n": len(ex.src_words)}
     words |= {"dec": " ".join(ex.tgt_in_words), "out": " ".join(ex.tgt_out_words)}
     sec = Section("example", st.t("intro.title"))

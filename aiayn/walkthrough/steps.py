@@ -29,7 +29,7 @@ class Steps:
         self.ex, self.tr, self.prover, self.t = ex, tr, prover, t
         self.model = ex.model
         self.d = ex.model.config.d_model
-        self.dk = ex.model.config.head_dim
+        self.dk = ex.model.config.d_k
         self.dec = ex.cfg.decimals
         self.eps = ex.model.config.layer_norm_eps
         self.facts: dict[str, Any] = {}  # numbers the later sections reuse

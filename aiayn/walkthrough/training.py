@@ -153,7 +153,7 @@ def backward_section(st: Steps) -> Section:
         ),
         Para(st.t("backward.notation")),
     )
-    hk = model.config.n_heads * model.config.head_dim
+    hk = model.config.n_heads * model.config.d_k
     summary: list[list[str]] = []
     modules: dict[str, list[tuple[str, Any]]] = {}
     for name, param in model.named_parameters():
