@@ -28,7 +28,9 @@ from aiayn.attention import Cache, MultiHeadAttention, attention, padding_mask
 from aiayn.config import ModelConfig
 from aiayn.loss import label_smoothed_loss
 
-Record = dict[str, Tensor]
+# What a recorded pass keeps, by the study note's names: tensors, a nested record per sub-layer
+# ("attn", "ffn", ...) and a list of records per stack ("encoder", "decoder").
+Record = dict[str, "Tensor | Record | list[Record]"]
 
 
 def sinusoidal_positions(
@@ -170,17 +172,18 @@ def _layer_records(
     """record[key] = x and one fresh dict per layer in record[stack] (or Nones: no record)."""
     if record is None:
         return [None] * n
-    record[key] = x
-    record[stack] = [{} for _ in range(n)]  # type: ignore[assignment]
-    return record[stack]  # type: ignore[return-value]
+    layers: list[Record] = [{} for _ in range(n)]
+    record[key], record[stack] = x, layers
+    return list(layers)
 
 
 def _sub(record: Record | None, key: str) -> Record | None:
     """A fresh dict for a sub-layer's record, stored under key (or None when not recording)."""
     if record is None:
         return None
-    record[key] = {}  # type: ignore[assignment]
-    return record[key]  # type: ignore[return-value]
+    sub: Record = {}
+    record[key] = sub
+    return sub
 
 
 class EncoderLayer(nn.Module):
@@ -489,17 +492,18 @@ def trace(model: Transformer, src: Tensor, tgt_in: Tensor) -> Trace:
 
     Shapes: src (B, S), tgt_in (B, T).
     """
-    record: Record = {}
-    memory, src_keep = model.encode(src, record=record)  # (B, S, D)
-    z = model.decode(tgt_in, memory, src_keep, record=record)  # (B, T, D)
+    enc: Record = {}
+    dec: Record = {}
+    memory, src_keep = model.encode(src, record=enc)  # (B, S, D)
+    z = model.decode(tgt_in, memory, src_keep, record=dec)  # (B, T, D)
     logits = model.logits(z)  # (B, T, V)
-    return Trace(
-        X_E=record["X_E"],
-        encoder=record["encoder"],  # type: ignore[arg-type]
-        Z_E=memory,
-        X_D=record["X_D"],
-        decoder=record["decoder"],  # type: ignore[arg-type]
-        Z_D=z,
-        L=logits,
-        P=logits.softmax(dim=-1),
-    )
+    (X_E, encoder), (X_D, decoder) = _stack(enc, "X_E", "encoder"), _stack(dec, "X_D", "decoder")
+    return Trace(X_E, encoder, memory, X_D, decoder, z, logits, logits.softmax(dim=-1))
+
+
+def _stack(record: Record, key: str, stack: str) -> tuple[Tensor, list[Record]]:
+    """(the stack's input, its layers' records) from the record of encode or decode."""
+    x, layers = record[key], record[stack]
+    if not isinstance(x, Tensor) or not isinstance(layers, list):
+        raise TypeError(f"not the record of a stack: {key} and {stack} missing")
+    return x, layers
