@@ -1,9 +1,10 @@
-"""`aiayn translate` end to end in tmp_path, and the Translator's handling of bad input."""
+"""`aiayn translate` end to end in tmp_path: files, n-best lists, stdin, attention maps, and
+one clear line for every mistake. The library underneath is tested in tests/test_translator.py.
+"""
 
 from __future__ import annotations
 
 import io
-import logging
 import re
 from pathlib import Path
 
@@ -13,35 +14,15 @@ import torch
 from aiayn import ModelConfig, Transformer
 from aiayn.cli import main
 from aiayn.config import DecodeConfig
-from aiayn.data import EOS, UNK, Tokenizer, collate
-from aiayn.decode import beam_search, max_lengths, model_step_fn
-from aiayn.run_dir import resolve_checkpoint
+from aiayn.data import EOS, Tokenizer
 from aiayn.translator import TRAINED_LENGTH_KEY, load_translator
 from aiayn.weights import save_model
-
-TEXTS = [
-    "a dog runs on the grass .",
-    "ein Hund rennt auf dem Gras .",
-    "two men are playing football in the park .",
-    "zwei Männer spielen Fußball im Park .",
-] * 3
+from tests.translator_support import TEXTS, make_checkpoint
 
 
 @pytest.fixture(scope="module")
 def tokenizer() -> Tokenizer:
     return Tokenizer.train(TEXTS, vocab_size=300)
-
-
-def make_checkpoint(path: Path, tok: Tokenizer, seed: int = 0, **meta: str) -> Transformer:
-    torch.manual_seed(seed)
-    cfg = ModelConfig(
-        vocab_size=tok.vocab_size, d_model=32, n_heads=4, d_ff=64, n_layers=2, dropout=0.0
-    )
-    model = Transformer(cfg).eval()
-    with torch.no_grad():
-        model.embedding[EOS] *= 4.0  # ends some sentences before the maximum length
-    save_model(path, model, metadata={"tokenizer": tok.to_str(), **meta})
-    return model
 
 
 @pytest.fixture(scope="module")
@@ -97,15 +78,6 @@ def test_kernels_plain_translates_the_same(tmp_path, ckpt) -> None:
 
     assert load_translator(ckpt, kernels="plain").model.ops is aiayn.model.PLAIN
     assert load_translator(ckpt).model.ops is aiayn.kernels.FAST  # the default, applied from above
-
-
-def test_translator_equals_beam_search(ckpt, tokenizer) -> None:
-    tr = load_translator(ckpt, DecodeConfig(max_len_b=4, nbest=2))
-    sources = [tokenizer.encode(t) for t in TEXTS[:4]]
-    got = tr.translate_ids(sources)
-    src = collate([(s, []) for s in sources]).src  # (B, S)
-    ref = beam_search(model_step_fn(tr.model, src), max_lengths(src, 1.0, 4), nbest=2)
-    assert [[h.tokens for h in hs] for hs in got] == [[h.tokens for h in hs] for hs in ref]
 
 
 def test_nbest_format(tmp_path, ckpt, capsys, monkeypatch) -> None:
@@ -166,48 +138,7 @@ def test_cross_attention_weights_are_the_trace(ckpt, tokenizer) -> None:
     assert torch.allclose(w.sum(-1), torch.ones(2, 4, len(hyp)), atol=1e-5)  # rows sum to 1
 
 
-def test_checkpoint_paths(tmp_path, tokenizer) -> None:
-    run = tmp_path / "run"
-    from aiayn.storage import write_manifest
-
-    for step in (100, 200, 300):
-        d = run / "checkpoints" / f"step_{step:08d}"
-        make_checkpoint(d / "model.safetensors", tokenizer)
-        if step < 300:  # complete: the three files and the manifest; step 300 is not
-            (d / "trainer.pt").write_bytes(b"state")
-            (d / "meta.json").write_text("{}")
-            write_manifest(d, {}, ["model.safetensors", "trainer.pt", "meta.json"])
-    (run / "checkpoints" / "latest").write_text("step_00000100\n")
-    first = run / "checkpoints" / "step_00000100" / "model.safetensors"
-    # the newest complete checkpoint, even where `latest` lags behind (a kill before its update)
-    assert resolve_checkpoint(run) == first.parents[1] / "step_00000200/model.safetensors"
-    assert resolve_checkpoint(run / "checkpoints" / "step_00000200") == first.parents[1] / (
-        "step_00000200/model.safetensors"
-    )
-    assert resolve_checkpoint(first) == first
-    (run / "checkpoints" / "latest").unlink()
-    assert resolve_checkpoint(run).parent.name == "step_00000200"  # the newest complete one
-
-
 # Bad input ---------------------------------------------------------------------------------
-
-
-def test_long_line_warns_and_translates(tmp_path, tokenizer, caplog) -> None:
-    path = tmp_path / "m.safetensors"
-    make_checkpoint(path, tokenizer, **{TRAINED_LENGTH_KEY: "6"})
-    tr = load_translator(path, DecodeConfig(max_len_a=0.0, max_len_b=2))
-    long = "two men are playing football in the park . " * 3
-    with caplog.at_level(logging.WARNING, logger="aiayn.translator"):
-        out = tr.translate(["a dog", long])
-    assert len(out) == 2
-    assert all(len(o) == 1 for o in out)
-    warnings = [r.getMessage() for r in caplog.records]
-    assert len(warnings) == 1
-    # Both counts are BPE tokens without EOS, as --max-input-tokens counts them: the metadata
-    # holds the longest sequence with EOS (6), i.e. a sentence of 5 tokens.
-    n = len(tokenizer.encode(long))
-    assert warnings[0].startswith(f"line 2: {n} tokens,")
-    assert "longer than any sentence in training (5 tokens)" in warnings[0]
 
 
 def test_the_long_line_warning_of_translate_names_file_and_line_and_counts_as_the_limit(
@@ -227,31 +158,6 @@ def test_the_long_line_warning_of_translate_names_file_and_line_and_counts_as_th
     assert main([*argv, "--max-input-tokens", str(n - 1)]) == 3
     err = capsys.readouterr().err.strip().splitlines()
     assert err[0].startswith(f"aiayn translate: {inp}: line 2: {n} tokens, over the limit of")
-
-
-def test_no_trained_length_no_warning(ckpt, caplog) -> None:
-    tr = load_translator(ckpt, DecodeConfig(max_len_a=0.0, max_len_b=2))
-    with caplog.at_level(logging.WARNING, logger="aiayn.translator"):
-        tr.translate(["word " * 80])
-    assert not caplog.records
-
-
-def test_unknown_characters_use_bytes(ckpt, tokenizer) -> None:
-    text = "猫 😺 ǅ ﬁ \u0301"  # never seen in training
-    ids = tokenizer.encode(text)
-    assert UNK not in ids
-    assert tokenizer.decode(ids) == text
-    tr = load_translator(ckpt, DecodeConfig(max_len_b=3))
-    assert len(tr.translate([text])[0]) == 1
-
-
-def test_empty_line_is_an_empty_translation(ckpt) -> None:
-    tr = load_translator(ckpt, DecodeConfig(nbest=4))
-    (text, hyp), *rest = tr.translate([""])[0]
-    assert text == ""
-    assert hyp.tokens == [EOS]
-    assert hyp.logprob < 0
-    assert rest == []  # the empty sentence is the only output for an empty input
 
 
 @pytest.mark.parametrize("blank", [" ", "\t", "  \t  ", "\u3000"])
