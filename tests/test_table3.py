@@ -28,14 +28,14 @@ def test_every_row_of_table3_has_a_preset_and_a_scaled_model() -> None:
         paper, _ = scale_variation(v, PAPER_BASE)
         assert cfg.d_model * PAPER_BASE.d_model == paper.d_model * SMALL_BASE.d_model
         assert cfg.n_heads == paper.n_heads  # h is copied, widths scaled
-        assert cfg.head_dim * 4 == paper.head_dim
-        assert cfg.value_dim * 4 == paper.value_dim
+        assert cfg.d_k * 4 == paper.d_k
+        assert cfg.d_v * 4 == paper.d_v
 
 
 def test_row_a_keeps_h_times_dk_equal_to_d_model() -> None:
     for v in variations(("A",)):
         cfg, _ = scale_variation(v)
-        assert cfg.n_heads * cfg.head_dim == cfg.d_model == SMALL_BASE.d_model
+        assert cfg.n_heads * cfg.d_k == cfg.d_model == SMALL_BASE.d_model
 
 
 def test_row_c_scales_depth_and_width_in_the_papers_proportion() -> None:
@@ -43,7 +43,7 @@ def test_row_c_scales_depth_and_width_in_the_papers_proportion() -> None:
     assert [got[n].n_layers for n in ("C-n2", "C-n4", "C-n8")] == [1, 2, 4]  # of 3, as 2/4/8 of 6
     assert (got["C-d256"].d_model, got["C-d1024"].d_model) == (64, 256)  # halved and doubled
     assert (got["C-dff1024"].d_ff, got["C-dff4096"].d_ff) == (256, 1024)
-    assert got["C-d1024"].head_dim == 32  # d_k 128 of d_model 1024, scaled
+    assert got["C-d1024"].d_k == 32  # d_k 128 of d_model 1024, scaled
 
 
 def test_row_d_changes_training_settings_and_dropout_only() -> None:

@@ -230,7 +230,7 @@ def _flags(cfg: Any, train: dict[str, Any]) -> list[str]:
 
 def _trained(run: Path) -> dict[str, Any]:
     """The latest checkpoint's meta (step, elapsed_s), or step 0."""
-    from aiayn.train.checkpoints import META_FILE, latest_checkpoint
+    from aiayn.run_dir import META_FILE, latest_checkpoint
 
     latest = latest_checkpoint(run) if run.is_dir() else None
     if latest is None:

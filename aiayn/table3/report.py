@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from aiayn.config import ModelConfig, from_dict
 from aiayn.flops import PAPER_TRAINING_FLOPS
 from aiayn.table3.rows import PAPER_BASE, PAPER_STEPS, VARIATIONS, Variation, variation
 
@@ -172,8 +173,8 @@ def _fmt(xs: Sequence[float], digits: int) -> str:
 
 def _shape(cfg: dict[str, Any], train: dict[str, Any]) -> list[str]:
     h = cfg["n_heads"]
-    dk = cfg["d_k"] or cfg["d_model"] // h
-    dv = cfg["d_v"] or cfg["d_model"] // h
+    head = from_dict(ModelConfig, cfg)  # results of an older aiayn name the overrides d_k, d_v
+    dk, dv = head.d_k, head.d_v
     ls = train.get("label_smoothing", 0.1)
     pos = "" if cfg["positions"] == "sinusoidal" else f" ({cfg['positions']} positions)"
     return [

@@ -9,7 +9,7 @@ d_model and d_ff, and N 2 / 4 / 8 become N 1 / 2 / 4 around a small N of 3.
 
 >>> small = SMALL_BASE
 >>> cfg, _ = scale_variation(variation("A-h32"), small)
->>> cfg.n_heads, cfg.head_dim, cfg.n_heads * cfg.head_dim == cfg.d_model
+>>> cfg.n_heads, cfg.d_k, cfg.n_heads * cfg.d_k == cfg.d_model
 (32, 4, True)
 >>> [scale_variation(variation(n), small)[0].n_layers for n in ("C-n2", "C-n4", "C-n8")]
 [1, 2, 4]
@@ -116,8 +116,8 @@ def scale_variation(v: Variation, small: ModelConfig = SMALL_BASE) -> tuple[Mode
     width = (small.d_model, PAPER_BASE.d_model)
     scale = {
         "d_model": width,
-        "d_k": width,
-        "d_v": width,
+        "d_k_override": width,
+        "d_v_override": width,
         "d_ff": (small.d_ff, PAPER_BASE.d_ff),
         "n_layers": (small.n_layers, PAPER_BASE.n_layers),
     }
@@ -136,7 +136,7 @@ def quantities(cfg: ModelConfig, train: dict) -> dict[str, Any]:
     """The value of every quantity Table 3 varies, in the model cfg (the plots' x axes)."""
     return {
         "h": cfg.n_heads,
-        "d_k": cfg.head_dim,
+        "d_k": cfg.d_k,
         "N": cfg.n_layers,
         "d_model": cfg.d_model,
         "d_ff": cfg.d_ff,
