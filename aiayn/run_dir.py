@@ -16,15 +16,12 @@ Layout of a run directory (``aiayn train --run RUN``)::
         manifest.json                     written last: every file's name, size and SHA-256
     RUN/checkpoints/latest                text file naming the latest complete checkpoint
 
-A checkpoint is built in ``.step_N.tmp-PID-X`` (``aiayn.storage.atomic_directory``): files,
-then the manifest, fsync, one rename. It is *complete* only with a manifest whose files are all
-there with their recorded sizes; every reader (``latest_checkpoint``, ``list_checkpoints``, so
-``--resume``, ``translate --checkpoint RUN`` and ``average --last N``) sees complete ones only,
-and loading checks the hashes too. Pruning renames an old checkpoint to ``.step_N.pruned-PID-X``
-before deleting it, so a prune cut short never leaves a directory that looks complete. A kill
-at any moment leaves the previous checkpoints and temporaries that ``clean_run`` removes at the
-next start. Checkpoints of an older aiayn (no manifest, but all three files) are accepted with a
-warning and without verification; see docs/reliability.md.
+A checkpoint is *complete* only with a manifest whose files are all there with their recorded
+sizes; every reader here (``latest_checkpoint``, ``list_checkpoints``, so ``--resume``,
+``translate --checkpoint RUN`` and ``average --last N``) sees complete ones only. How they are
+written, pruned and cleaned up so that no moment of a write looks complete is
+``aiayn.train.checkpoints``; checkpoints of an older aiayn (no manifest, but all three files)
+are accepted with a warning and without verification (docs/reliability.md).
 """
 
 from __future__ import annotations
