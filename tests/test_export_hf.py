@@ -25,7 +25,7 @@ from aiayn.data import EOS, PAD, Tokenizer, collate, synthetic_pairs
 from aiayn.data.corpora.simple import numbers_corpus
 from aiayn.decode import beam_search, greedy_search, model_step_fn
 from aiayn.errors import UserError
-from aiayn.evaluate import perplexity
+from aiayn.evaluate import reference_perplexity
 from aiayn.export import hf as hfx
 from aiayn.model import sinusoidal_positions, trace
 from aiayn.weights import save_model
@@ -227,7 +227,7 @@ def test_export_tokenizer_round_trip(tmp_path) -> None:
         ({"norm_first": True}, "norm_first"),
         ({"positions": "learned"}, "positions"),
         ({"positions": "sinusoidal-concat"}, "positions"),
-        ({"d_k": 4, "d_v": 4}, "d_k"),
+        ({"d_k_override": 4, "d_v_override": 4}, "d_k"),
         ({"layer_norm_eps": 1e-6}, "layer_norm_eps"),
     ],
 )
@@ -371,7 +371,7 @@ def test_import_perplexity_is_transformers_loss(marian) -> None:
     _, hf, tok, model, ours, _ = marian
     en, de = number_texts()
     src, ref = en[200:216], de[200:216]
-    ppl = perplexity(model, [(ours.encode(s), ours.encode_target(r)) for s, r in
+    ppl = reference_perplexity(model, [(ours.encode(s), ours.encode_target(r)) for s, r in
                              zip(src, ref, strict=True)])  # fmt: skip
     batch = tok(src, text_target=ref, padding=True, return_tensors="pt")
     batch["labels"][batch["labels"] == hf.config.pad_token_id] = -100

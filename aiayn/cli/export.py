@@ -106,7 +106,8 @@ def run(args: argparse.Namespace) -> int:
 def _export_hf(args: argparse.Namespace, out: Path) -> int:
     from aiayn.export import publish
     from aiayn.export.hf import check_exportable_hf, export_hf, require_hf
-    from aiayn.translator import load_translator, resolve_checkpoint
+    from aiayn.run_dir import resolve_checkpoint
+    from aiayn.translator import load_translator
 
     if args.quantization != "float32" or args.max_positions is not None:
         raise UserError("--quantization and --max-positions apply to ctranslate2 and onnx only")

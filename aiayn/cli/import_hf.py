@@ -35,7 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from aiayn.cli.common import output_file
     from aiayn.export.hf import import_marian, require_hf
-    from aiayn.translator import MODEL_FILE, TOKENIZER_KEY
+    from aiayn.run_dir import MODEL_FILE
+    from aiayn.translator import TOKENIZER_KEY
     from aiayn.weights import save_model
 
     require_hf()  # the optional extra, before anything

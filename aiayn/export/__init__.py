@@ -95,9 +95,10 @@ def check_exportable(cfg: ModelConfig, fmt: str) -> None:
 
     CTranslate2's TransformerSpec represents post-LN and pre-LN (with its final LayerNorm),
     attention biases, any positions given as a table, and d_k = d_v (its ``head_dim``, from
-    ``cfg.d_k``); it has no d_v != d_k and one layer count per stack. The ONNX export runs aiayn's own layers, so it
-    takes every config but PAD as the decoder's start; a learned table bounds the positions of
-    both. The Marian EXTENSIONs (activation, logits_bias, decoder_start) go to --format hf.
+    ``cfg.d_k``); it has no d_v != d_k and one layer count per stack. The ONNX export runs
+    aiayn's own layers, so it takes every config but PAD as the decoder's start; a learned table
+    bounds the positions of both. The Marian EXTENSIONs (activation, logits_bias,
+    decoder_start) go to --format hf.
     """
     if fmt not in FORMATS:
         raise UserError(f"--format: unknown format {fmt!r}; choose from {', '.join(FORMATS)}")

@@ -116,7 +116,7 @@ def to_marian_state(
     out["lm_head.weight"] = E
     bias = state.get("logits_bias", torch.zeros(cfg.vocab_size))  # (V,)
     out["final_logits_bias"] = bias[None, :].clone()  # (1, V)
-    HK, HV = cfg.n_heads * cfg.head_dim, cfg.n_heads * cfg.value_dim
+    HK, HV = cfg.n_heads * cfg.d_k, cfg.n_heads * cfg.d_v
     for a, m, names in _layers(cfg):
         for ours, theirs in names.items():
             if ours.startswith("norm"):
@@ -196,9 +196,9 @@ def check_exportable_hf(cfg: ModelConfig) -> None:
             f"positions={cfg.positions!r}: Marian has only the sinusoids of section 3.5; "
             "cannot export to hf"
         )
-    if cfg.head_dim * cfg.n_heads != cfg.d_model or cfg.value_dim != cfg.head_dim:
+    if cfg.d_k * cfg.n_heads != cfg.d_model or cfg.d_v != cfg.d_k:
         raise UserError(
-            f"d_k={cfg.head_dim}, d_v={cfg.value_dim}: Marian's heads have d_model / h = "
+            f"d_k={cfg.d_k}, d_v={cfg.d_v}: Marian's heads have d_model / h = "
             f"{cfg.d_model // cfg.n_heads} dimensions; cannot export to hf"
         )
     if cfg.layer_norm_eps != HF_LAYER_NORM_EPS:
