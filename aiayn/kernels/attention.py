@@ -1,8 +1,8 @@
 """Attention kernels: the same softmax(Q K^T / sqrt(d_k)) V in fewer, larger passes.  Section 3.2.1.
 
 Each replaces ``aiayn.attention.attention`` (the plain path: explicit scores, masked_fill,
-softmax, matmul) and is proven equal to it in ``tests/test_kernels.py``. Why each exists, with
-its measurements: docs/performance.md.
+softmax, matmul) and is proven equal to it in ``tests/test_kernel_attention.py``. Why each
+exists, with its measurements: docs/performance.md.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Replaces the plain ``F.relu(F.linear(x, W_1^T, b_1))`` then ``F.linear(h, W_2^T, b_2)`` under
 autograd: the same matmuls, with two fresh (N, F) blocks fewer per step, since the ReLU and its
 gate in the backward pass work in place. Proven equal to the plain FFN (values and gradients)
-in ``tests/test_kernels.py``; the measurements are in docs/performance.md.
+in ``tests/test_kernel_ffn.py``; the measurements are in docs/performance.md.
 """
 
 from __future__ import annotations

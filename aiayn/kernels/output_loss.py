@@ -9,7 +9,7 @@ and E. Only (chunk, V) is ever alive, one exponential pass serves both log-sum-e
 softmax, and padding positions are left out before the output layer. When no gradient is
 wanted (``torch.no_grad``, ``inference_mode``: validation, perplexity) only the loss is
 computed. Proven equal to the plain path, value and gradient, in float64 and float32, in
-``tests/test_kernels.py``. Measurements: docs/performance.md.
+``tests/test_kernel_output_loss.py``. Measurements: docs/performance.md.
 
 >>> z = torch.randn(5, 4, dtype=torch.float64); E = torch.randn(7, 4, dtype=torch.float64)
 >>> y = torch.tensor([1, 2, 0, 3, 6])
