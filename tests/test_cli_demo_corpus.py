@@ -127,6 +127,7 @@ def test_the_demo_ends_by_printing_the_explore_command(tmp_path, monkeypatch, ca
     monkeypatch.setattr(demo, "_examples", lambda data, hyps: None)
     texts = SimpleNamespace(texts=lambda split: (["a b"], ["c d"]))
     monkeypatch.setattr("aiayn.data.load_prepared", lambda path: texts)
+    monkeypatch.setattr("aiayn.train.read_metrics", lambda run: [])  # the faked train wrote none
     monkeypatch.chdir(tmp_path)
     assert demo.run(parse()) == 0
     last = capsys.readouterr().out.strip().splitlines()[-1]

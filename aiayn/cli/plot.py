@@ -24,13 +24,14 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from aiayn.errors import UserError
+    from aiayn.run_dir import METRICS_FILE
     from aiayn.train.metrics import plot_metrics
 
     if args.out is not None and Path(args.out).exists() and not Path(args.out).is_dir():
         raise UserError(f"--out {args.out}: exists and is not a directory")
     written = plot_metrics(args.run, args.out)
     if not written:
-        raise UserError(f"{Path(args.run) / 'metrics.jsonl'}: no train or valid events to plot yet")
+        raise UserError(f"{Path(args.run) / METRICS_FILE}: no train or valid events to plot yet")
     for path in written:
         print(path)
     return 0
