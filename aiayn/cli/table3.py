@@ -21,9 +21,10 @@ matmul peak), hyps/ (the dev translations, for the paired bootstrap), runs/ (che
 report.md and plots/table3-{A..E}.png. Interrupted (Ctrl-C, a kill), the same command
 continues the run it was in from its last checkpoint and never redoes a finished run.
 
-How long: on 2 cores, a base run of 1000 steps trains in about 6-10 minutes and is scored in
-about 1; the whole table (18 variations x 2 seeds + 3 base seeds = 39 runs) in about 6 hours,
-meant to run across sessions. See docs/table3.md.
+How long: a base run of 1000 steps trained in 10.6 to 17.6 minutes on one thread of a 2-core
+machine that other jobs shared (docs/table3.md), and is scored in about a minute; the whole
+table (18 variations x 2 seeds + 3 base seeds = 39 runs) takes hours (6 to 8 at that pace),
+meant to run across sessions: rerun the same command to continue.
 """
 
 from __future__ import annotations
