@@ -194,7 +194,7 @@ def _prepare(args: argparse.Namespace, out: Path, vocab: int) -> tuple[Path, str
 
 
 def _commit() -> str:
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parents[1]  # the aiayn package
     try:
         head = subprocess.run(
             ["git", "-C", str(here), "rev-parse", "HEAD"],

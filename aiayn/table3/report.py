@@ -73,6 +73,29 @@ FINDINGS: tuple[Finding, ...] = (
 )  # fmt: skip
 
 
+# The same findings and verdicts in Chinese, for docs/zh/table3.md (by subject and metric).
+FINDINGS_ZH: dict[tuple[str, str], str] = {
+    ("A-h1", "ppl"): "单头注意力比 8 个头差",
+    ("A-h32", "ppl"): "头太多也不好：32 个头比最好的头数差",
+    ("B-dk16", "ppl"): "减小 d_k 有害：d_k 16 比 64 差",
+    ("B-dk32", "ppl"): "减小 d_k 有害：d_k 32 比 64 差",
+    ("C-n2", "ppl"): "模型越大越好：N 2 比 6 差",
+    ("C-n4", "ppl"): "模型越大越好：N 4 比 6 差",
+    ("C-n8", "ppl"): "模型越大越好：N 8 比 6 好",
+    ("C-d256", "ppl"): "模型越大越好：d_model 256 比 512 差",
+    ("C-d1024", "ppl"): "模型越大越好：d_model 1024 比 512 好",
+    ("C-dff1024", "ppl"): "模型越大越好：d_ff 1024 比 2048 差",
+    ("C-dff4096", "ppl"): "模型越大越好：d_ff 4096 比 2048 好",
+    ("D-drop0.0", "ppl"): "dropout 很有帮助：P_drop 0.0 比 0.1 差",
+    ("D-drop0.2", "ppl"): "P_drop 0.2 和 0.1 差不多",
+    ("D-ls0.0", "ppl"): "标签平滑损害困惑度：eps_ls 0.0 的 PPL 比 0.1 低",
+    ("D-ls0.2", "ppl"): "标签平滑损害困惑度：eps_ls 0.2 的 PPL 比 0.1 高",
+    ("D-ls0.0", "bleu"): "但提高 BLEU：eps_ls 0.0 的 BLEU 比 0.1 低",
+    ("E-learned", "ppl"): "学到的位置嵌入和正弦位置编码差不多",
+}
+VERDICTS_ZH = {HOLDS: "成立", FAILS: "不成立", NOISE: "在噪声之内", FEW: "种子太少"}
+
+
 def verdict(
     subject: Sequence[float], ref: Sequence[float], expect: str
 ) -> tuple[str, float, float]:
@@ -233,20 +256,23 @@ def table(records: Sequence[dict[str, Any]], pvalues: dict | None = None) -> str
     return "\n".join(lines)
 
 
-def findings_table(checked: Sequence[dict[str, Any]]) -> str:
+def findings_table(checked: Sequence[dict[str, Any]], lang: str = "en") -> str:
     """Markdown: each finding, the reference it is checked against, difference, noise, verdict."""
-    lines = [
-        "| row | the paper's finding | ours: difference (noise) | verdict |",
-        "|---|---|---|---|",
-    ]
+    zh = lang == "zh"
+    head = "| 行 | 论文的结论 | 我们的差别（噪声） | 判定 |" if zh else (
+        "| row | the paper's finding | ours: difference (noise) | verdict |")  # fmt: skip
+    lines = [head, "|---|---|---|---|"]
     for c in checked:
         f = c["finding"]
         unit = "PPL" if f.metric == "ppl" else "BLEU"
-        ref = "" if c["ref"] == "base" else f" (against {c['ref']}, the best)"
-        noise = "no spread" if c["noise"] != c["noise"] else f"{c['noise']:.2f}"
+        text = FINDINGS_ZH[(f.subject, f.metric)] if zh else f.text
+        if c["ref"] != "base":
+            text += f"（对照 {c['ref']}，最好的一个）" if zh else f" (against {c['ref']}, the best)"
+        spread = "无波动" if zh else "no spread"
+        noise = spread if c["noise"] != c["noise"] else f"{c['noise']:.2f}"
+        v = VERDICTS_ZH[c["verdict"]] if zh else c["verdict"]
         lines.append(
-            f"| {f.row} | {f.text}{ref} | {f.subject}: {c['delta']:+.2f} {unit} ({noise}) "
-            f"| **{c['verdict']}** |"
+            f"| {f.row} | {text} | {f.subject}: {c['delta']:+.2f} {unit} ({noise}) | **{v}** |"
         )
     return "\n".join(lines)
 
@@ -341,3 +367,37 @@ def _paper_value(name: str, q: str) -> Any:
 
 def _sort_key(value: Any) -> tuple[int, Any]:
     return (0, value) if isinstance(value, int | float) else (1, str(value))
+
+
+def docs_results(out: Path, lang: str = "en") -> str:
+    """The results section of docs/table3.md (or docs/zh/table3.md) from OUT's results and report.
+
+    The findings table is computed from OUT/results.jsonl; the main table, with its bootstrap
+    p-values, is copied from OUT/report.md, which ``aiayn table3`` wrote from the same results.
+    """
+    from aiayn.table3.results import read_results
+
+    records = read_results(out)
+    text = (out / "report.md").read_text(encoding="utf-8")
+    start = text.index(HEADER.splitlines()[0])
+    main = text[start : text.index("\n\n", start)]
+    runs = by_variation(records)
+    total = len(records)
+    plots = sorted((out / "plots").glob("table3-*.png"))
+    rel = "../benchmarks/results/table3" if lang == "en" else "../../benchmarks/results/table3"
+    images = [f"![row {p.stem[-1]}]({rel}/plots/{p.name})" for p in plots]
+    if lang == "zh":
+        status = (
+            f"已完成全表 39 次训练中的 {total} 次（{len(runs)} 个变体）；其余的用同一条命令继续。"
+            f"完整报告：[report.md]({rel}/report.md)。表中“ours”一行是种子均值和"
+            "[最小, 最大]；p 是与同种子 base 的配对自助法检验的最大 p 值。"
+        )
+    else:
+        status = (
+            f"{total} of the table's 39 runs are finished ({len(runs)} variations); the rest "
+            f"continue with the same command. The full report: [report.md]({rel}/report.md). "
+            'Each "ours" line is the mean over seeds and [min, max]; p is the largest paired '
+            "bootstrap p-value against the base run of the same seed."
+        )
+    checked = check_findings(records)
+    return "\n\n".join([status, main, findings_table(checked, lang), *images]) + "\n"
