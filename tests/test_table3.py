@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from aiayn.cli import main as aiayn
@@ -279,3 +281,32 @@ def test_help_says_what_it_runs_and_how_long(capsys) -> None:
     assert "Table 3" in text
     assert "39 runs" in text
     assert "hours" in text
+
+
+# The committed run ----------------------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+COMMITTED = ROOT / "benchmarks" / "results" / "table3"
+
+
+@pytest.mark.parametrize(("doc", "lang"), [("docs/table3.md", "en"), ("docs/zh/table3.md", "zh")])
+def test_the_docs_say_what_the_committed_results_say(doc, lang) -> None:
+    """Every verdict in the docs follows from results.jsonl; the table is the report's."""
+    text = (ROOT / doc).read_text(encoding="utf-8")
+    begin = "<!-- results: scripts/refresh-table3-docs.py -->\n"
+    block = text[text.index(begin) + len(begin) : text.index("<!-- /results -->")]
+    assert block == report.docs_results(COMMITTED, lang), (
+        "run scripts/refresh-table3-docs.py (after aiayn table3 --report-only)"
+    )
+
+
+def test_the_committed_report_is_the_committed_results() -> None:
+    records = read_results(COMMITTED)
+    assert len(records) >= 3  # at least the base row's three seeds
+    assert all(len(r["commit"]) >= 40 for r in records)  # the git commit that ran it
+    assert all(r["steps"] == 1000 for r in records)
+    md = (COMMITTED / "report.md").read_text(encoding="utf-8")
+    assert f"{len(records)} runs" in md
+    assert report.findings_table(report.check_findings(records)) in md
+    for r in records:
+        assert (COMMITTED / r["hyps"]).is_file()
