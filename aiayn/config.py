@@ -31,6 +31,7 @@ Positions = Literal["sinusoidal", "sinusoidal-concat", "learned"]
 LengthPenalty = Literal["gnmt", "fairseq", "none"]
 Activation = Literal["relu", "silu"]
 DecoderStart = Literal["bos", "pad"]
+LrDecay = Literal["rsqrt", "linear"]
 
 
 def _check(cond: bool, name: str, message: str) -> None:
@@ -143,6 +144,9 @@ class TrainConfig:
     adam_eps: float = 1e-9  # 5.3 (PyTorch's default is 1e-8)
     warmup: int = 4000  # 5.3: warmup_steps
     lr_scale: float = 1.0  # EXTENSION: multiplies Eq. (3); 1.0 is the paper
+    lr_decay: LrDecay = "rsqrt"  # 5.3: step^-0.5 after warm-up; DEVIATION "linear": to 0 at the end
+    decay_steps: int = 0  # lr_decay linear: the rate reaches 0 at this step (or decay_minutes)
+    decay_minutes: float = 0.0  # lr_decay linear: ... or after this much training time in all
     max_tokens: int = 25000  # 5.1: about 25000 source and 25000 target tokens a batch
     update_freq: int = 1  # batches accumulated into one step (1: the batch is the step)
     max_steps: int = 100_000  # 5.2: base model, 100K steps
@@ -172,7 +176,36 @@ class TrainConfig:
             v = getattr(self, name)
             _check(v >= 1, name, f"must be >= 1, got {v}")
         _check(self.lr_scale > 0, "lr_scale", f"must be > 0, got {self.lr_scale}")
-        for name in ("max_steps", "max_epochs", "save_every_steps", "valid_every"):
+        _check(
+            self.lr_decay in ("rsqrt", "linear"),
+            "lr_decay",
+            f"must be rsqrt or linear, got {self.lr_decay!r}",
+        )
+        _check(
+            self.decay_minutes >= 0 and math.isfinite(self.decay_minutes),
+            "decay_minutes",
+            f"must be >= 0, got {self.decay_minutes}",
+        )
+        budgets = (self.decay_steps > 0) + (self.decay_minutes > 0)
+        if self.lr_decay == "linear":
+            _check(
+                budgets == 1,
+                "lr_decay",
+                "linear decays to zero at the end of a budget: set exactly one of decay_steps "
+                f"and decay_minutes, got {self.decay_steps} and {self.decay_minutes}",
+            )
+            _check(
+                self.decay_steps == 0 or self.decay_steps > self.warmup,
+                "decay_steps",
+                f"must be above warmup={self.warmup}, got {self.decay_steps}",
+            )
+        else:
+            _check(
+                budgets == 0,
+                "lr_decay",
+                "decay_steps and decay_minutes are for lr_decay linear; Eq. (3) has no end",
+            )
+        for name in ("max_steps", "max_epochs", "save_every_steps", "valid_every", "decay_steps"):
             v = getattr(self, name)
             _check(v >= 0, name, f"must be >= 0, got {v}")
         for name in ("max_minutes", "save_every_minutes"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -291,3 +292,23 @@ def test_tiny_preset_learns_the_copy_task(tmp_path: Path) -> None:
     accuracy = [e["accuracy"] for e in read_metrics(tmp_path) if e["event"] == "valid"]
     assert accuracy[0] < 0.99  # it had to learn
     assert result.valid["accuracy"] == 1.0, accuracy
+
+
+def test_linear_decay_reaches_zero_at_the_budget_across_a_resume(tmp_path: Path) -> None:
+    """lr_decay linear (DEVIATION 5.3): every logged rate is learning_rate's, through a resume."""
+    from aiayn.train.schedule import learning_rate
+
+    model_cfg, data = small_model(), copy_data(n=60)
+    cfg = quick(max_steps=12, warmup=4, lr_decay="linear", decay_steps=12, log_every=1)
+    train(model_cfg, dataclasses.replace(cfg, max_steps=7), data, tmp_path / "run")
+    train(model_cfg, cfg, data, tmp_path / "run", resume=True)
+    logged = {e["step"]: e["lr"] for e in read_metrics(tmp_path / "run") if e["event"] == "train"}
+    assert sorted(logged) == list(range(1, 13))
+    for step, lr in logged.items():
+        assert lr == pytest.approx(learning_rate(step, model_cfg.d_model, cfg)), step
+    assert logged[12] == 0.0 and logged[4] > logged[8] > 0.0
+    # The budget in minutes follows the run's own clock, which a resume carries on.
+    timed = quick(max_steps=3, warmup=2, lr_decay="linear", decay_minutes=1e-9, log_every=1)
+    train(model_cfg, timed, data, tmp_path / "timed")
+    rates = [e["lr"] for e in read_metrics(tmp_path / "timed") if e["event"] == "train"]
+    assert rates[0] > 0.0 and rates[1:] == [0.0, 0.0]  # no time before step 1, then spent

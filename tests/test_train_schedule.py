@@ -10,7 +10,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from aiayn.config import TrainConfig
-from aiayn.train.schedule import SCHEDULES, make_optimizer, noam_lr, schedule_preset
+from aiayn.train.schedule import (
+    SCHEDULES,
+    learning_rate,
+    make_optimizer,
+    noam_lr,
+    schedule_preset,
+)
 
 
 # Test anchors of spec/paper.md (section 5.3), computed from Eq. (3).
@@ -99,3 +105,60 @@ def test_adam_settings_and_fused_equals_plain() -> None:
         plain.step()
     for p, q in zip(a, b, strict=True):
         torch.testing.assert_close(p, q, rtol=1e-6, atol=1e-7)
+
+
+# DEVIATION(5.3) lr_decay "linear": the warm-up of Eq. (3), then to zero at the budget's end.
+@given(
+    warmup=st.integers(1, 2000),
+    d_model=st.sampled_from([64, 128, 512]),
+    extra=st.integers(1, 20000),
+)
+def test_linear_decay_never_exceeds_the_peak_and_ends_at_zero(
+    warmup: int, d_model: int, extra: int
+) -> None:
+    total = warmup + extra
+    cfg = TrainConfig(warmup=warmup, lr_decay="linear", decay_steps=total)
+    peak = noam_lr(warmup, d_model, warmup)
+    lrs = [learning_rate(s, d_model, cfg) for s in range(1, total + 1, max(1, total // 97))]
+    assert max(lrs) <= peak * (1 + 1e-12)
+    assert learning_rate(total, d_model, cfg) == 0.0
+    assert learning_rate(total + 5, d_model, cfg) == 0.0  # past the budget: stays at zero
+
+
+def test_linear_decay_values() -> None:
+    """Ramp while step / warmup < 1 - done, then the share of the budget left, times the peak."""
+    cfg = TrainConfig(warmup=100, lr_decay="linear", decay_steps=1000)
+    peak = noam_lr(100, 128, 100)
+    assert learning_rate(50, 128, cfg) == pytest.approx(0.5 * peak)  # the ramp of Eq. (3)
+    assert learning_rate(50, 128, cfg) == pytest.approx(noam_lr(50, 128, 100))
+    assert learning_rate(500, 128, cfg) == pytest.approx(0.5 * peak)  # half the budget left
+    assert learning_rate(900, 128, cfg) == pytest.approx(0.1 * peak)
+    assert learning_rate(900, 128, cfg) < noam_lr(900, 128, 100)  # below Eq. (3)'s decay
+    # A budget in minutes: the training time so far decides, not the step.
+    by_time = TrainConfig(warmup=100, lr_decay="linear", decay_minutes=60.0)
+    assert learning_rate(500, 128, by_time, minutes=45.0) == pytest.approx(0.25 * peak)
+    assert learning_rate(500, 128, by_time, minutes=0.0) == pytest.approx(peak)
+    scaled = TrainConfig(warmup=100, lr_scale=0.5, lr_decay="linear", decay_steps=1000)
+    assert learning_rate(500, 128, scaled) == pytest.approx(0.25 * peak)
+    # The default is Eq. (3) itself.
+    assert learning_rate(900, 128, TrainConfig(warmup=100)) == noam_lr(900, 128, 100)
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"lr_decay": "linear"}, "exactly one of decay_steps and decay_minutes"),
+        (
+            {"lr_decay": "linear", "decay_steps": 5000, "decay_minutes": 60.0},
+            "exactly one of decay_steps and decay_minutes",
+        ),
+        ({"decay_steps": 5000}, "for lr_decay linear"),
+        ({"decay_minutes": 60.0}, "for lr_decay linear"),
+        ({"lr_decay": "linear", "decay_steps": 4000}, "above warmup=4000"),
+        ({"lr_decay": "cosine"}, "must be rsqrt or linear"),
+        ({"lr_decay": "linear", "decay_minutes": -1.0}, "decay_minutes: must be >= 0"),
+    ],
+)
+def test_linear_decay_needs_exactly_one_budget(fields: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        TrainConfig(**fields)

@@ -25,7 +25,14 @@ from aiayn.train.configure import (
 from aiayn.train.loop import TrainResult, train, train_step, validate
 from aiayn.train.metrics import plot_metrics, read_metrics
 from aiayn.train.runtime import Runtime, TrainData, TrainingDiverged
-from aiayn.train.schedule import SCHEDULES, make_optimizer, noam_lr, schedule_preset
+from aiayn.train.schedule import (
+    SCHEDULES,
+    learning_rate,
+    linear_lr,
+    make_optimizer,
+    noam_lr,
+    schedule_preset,
+)
 
 __all__ = [
     "SCHEDULES",
@@ -41,6 +48,8 @@ __all__ = [
     "check_run",
     "label_smoothed_loss",
     "latest_checkpoint",
+    "learning_rate",
+    "linear_lr",
     "list_checkpoints",
     "load_train_data",
     "make_optimizer",

@@ -42,7 +42,7 @@ from aiayn.train.runtime import (
     stop_on_signals,
     wrap,
 )
-from aiayn.train.schedule import make_optimizer, noam_lr, set_lr
+from aiayn.train.schedule import learning_rate, make_optimizer, set_lr
 
 Autocast = Callable[[], contextlib.AbstractContextManager]
 VALID_CHUNK = 4096  # target tokens whose (C, V) logits validation holds at once
@@ -121,8 +121,12 @@ def _train(
         while not (reason := session.stop_reason(stream, signalled)):
             t0 = time.monotonic()
             batches = [stream.next().to(world.device) for _ in range(cfg.update_freq)]
-            n_tokens = all_reduce_sum([sum(b.n_tgt_tokens for b in batches)], world)[0]
-            lr = noam_lr(progress.step + 1, model_cfg.d_model, cfg.warmup, cfg.lr_scale)
+            # The main rank's clock in the same reduction: a budget in minutes (lr_decay
+            # linear) then gives every process the same rate.
+            n_tokens, clock_s = all_reduce_sum(
+                [sum(b.n_tgt_tokens for b in batches), progress.elapsed_s * world.is_main], world
+            )
+            lr = learning_rate(progress.step + 1, model_cfg.d_model, cfg, clock_s / 60)
             set_lr(optimizer, lr)
             smoothed, nll = train_step(net, batches, cfg.label_smoothing, n_tokens, world, autocast)
             smoothed, nll = all_reduce_sum([smoothed, nll], world)

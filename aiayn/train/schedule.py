@@ -53,6 +53,39 @@ def noam_lr(step: int, d_model: int, warmup: int, scale: float = 1.0) -> float:
     return scale * d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
 
 
+def linear_lr(step: int, d_model: int, warmup: int, done: float, scale: float = 1.0) -> float:
+    """scale * d_model^-0.5 * warmup^-0.5 * max(0, min(step / warmup, 1 - done)).
+
+    DEVIATION(5.3): for a fixed budget. Eq. (3)'s warm-up ramp is kept, and its peak (the rate
+    of Eq. (3) at step ``warmup``) is the ceiling, but instead of falling as step^-0.5 for ever,
+    the rate is the fraction of the budget left, ``1 - done``, times that peak: it reaches zero
+    when the budget is spent (``done`` = steps or training minutes done over the budget).
+    Eq. (3) has no end, so a run cut at a budget stops with its rate still high.
+
+    >>> f"{linear_lr(400, 128, 400, 0.0):.4e}", linear_lr(1, 128, 400, 1.0)
+    ('4.4194e-03', 0.0)
+    >>> f"{linear_lr(200, 128, 400, 0.0):.4e}", f"{linear_lr(200, 128, 400, 0.9):.4e}"
+    ('2.2097e-03', '4.4194e-04')
+    """
+    if step < 1:
+        raise ValueError(f"step: the schedule counts steps from 1, got {step}")
+    return scale * d_model**-0.5 * warmup**-0.5 * max(0.0, min(step / warmup, 1.0 - done))
+
+
+def learning_rate(step: int, d_model: int, cfg: TrainConfig, minutes: float = 0.0) -> float:
+    """The rate of update ``step`` (from 1): Eq. (3), or ``linear_lr`` when cfg.lr_decay is
+    "linear", its budget ``cfg.decay_steps`` steps or ``cfg.decay_minutes`` of training time
+    (``minutes``: the run's training time so far, over all its sessions).  Section 5.3.
+
+    >>> learning_rate(10, 512, TrainConfig()) == noam_lr(10, 512, 4000)
+    True
+    """
+    if cfg.lr_decay == "rsqrt":
+        return noam_lr(step, d_model, cfg.warmup, cfg.lr_scale)
+    done = step / cfg.decay_steps if cfg.decay_steps else minutes / cfg.decay_minutes
+    return linear_lr(step, d_model, cfg.warmup, done, cfg.lr_scale)
+
+
 def schedule_preset(name: str, base: TrainConfig | None = None) -> TrainConfig:
     """The TrainConfig ``base`` with the optimiser/schedule settings of a named preset.
 
