@@ -1110,6 +1110,11 @@ HAND = [
     Case("evaluate-limit=-1", (*EVALUATE, "--limit", "-1"), "--limit: must be an integer >= 1"),
     Case("evaluate-limit=0", (*EVALUATE, "--limit", "0"), "--limit: must be an integer >= 1"),
     Case("evaluate-limit=x", (*EVALUATE, "--limit", "ten"), "--limit: must be an integer"),
+    Case(
+        "evaluate-tgt-lang=German",
+        (*EVALUATE, "--tgt-lang", "German"),
+        "--tgt-lang: must be a language code such as de, got 'German'",
+    ),
     Case("evaluate-no-test-set", ("evaluate", "--checkpoint", "{model}"), "give a test set"),
     Case(
         "evaluate-data-and-src",

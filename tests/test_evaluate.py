@@ -15,14 +15,19 @@ from aiayn.cli import main
 from aiayn.config import DecodeConfig
 from aiayn.data import EOS, Tokenizer
 from aiayn.evaluate import (
+    MOSES_BLEU_LABEL,
     PAPER_BLEU_LABEL,
     chrf,
     compound_split,
     evaluate,
+    lowercase_bleu,
+    moses_bleu,
+    moses_tokenize,
     paper_bleu,
     paper_tokenize,
     reference_perplexity,
     sacre_bleu,
+    score_texts,
 )
 from aiayn.translator import load_translator
 from aiayn.weights import save_model
@@ -144,12 +149,26 @@ def test_cli_evaluate_src_ref(tmp_path, ckpt, capsys) -> None:
     for name in ("sacreBLEU", "chrF2", "paper-compatible BLEU", "reference perplexity", "speed"):
         assert name in table
     assert "tok:13a" in table
+    # No language known from --src/--ref: Moses' default, said on the line.
+    moses = next(line for line in table.splitlines() if "Moses-tokenized BLEU" in line)
+    assert "-l en (no --tgt-lang: default)" in moses
+    assert MOSES_BLEU_LABEL in moses
     assert "((" not in table
     assert "))" not in table
     report = json.loads(out.read_text())
     assert report["decode"]["beam"] == 4
     assert report["paper_bleu"]["label"] == PAPER_BLEU_LABEL
+    assert (report["moses_bleu"]["lang"], report["moses_bleu"]["lang_given"]) == ("en", False)
     assert len(hyps.read_text(encoding="utf-8").split("\n")) == len(SRC) + 1
+    # --tgt-lang names the references' language; the score is moses_bleu's of the hypotheses.
+    assert main([*argv, "--json", str(out), "--max-len-b", "3", "--tgt-lang", "de"]) == 0
+    moses = next(x for x in capsys.readouterr().out.splitlines() if "Moses-tokenized BLEU" in x)
+    assert "-l de;" in moses
+    report = json.loads(out.read_text())
+    assert (report["moses_bleu"]["lang"], report["moses_bleu"]["lang_given"]) == ("de", True)
+    written = hyps.read_text(encoding="utf-8").split("\n")[:-1]
+    assert report["moses_bleu"]["score"] == pytest.approx(moses_bleu(written, REF, "de"))
+    assert f"{report['moses_bleu']['score']:.2f}" in moses
 
 
 def test_cli_evaluate_data_dir(tmp_path, ckpt, capsys, monkeypatch) -> None:
@@ -160,6 +179,7 @@ def test_cli_evaluate_data_dir(tmp_path, ckpt, capsys, monkeypatch) -> None:
 
     class Prepared:
         tokenizer = Tokenizer.from_str(meta["tokenizer"])
+        tgt_lang = "de"
 
         def texts(self, split: str) -> tuple[list[str], list[str]]:
             assert split == "valid"
@@ -168,7 +188,9 @@ def test_cli_evaluate_data_dir(tmp_path, ckpt, capsys, monkeypatch) -> None:
     monkeypatch.setattr(aiayn.data, "load_prepared", lambda d: Prepared(), raising=False)
     argv = ["evaluate", "--checkpoint", str(ckpt), "--data", str(tmp_path), "--split", "valid"]
     assert main([*argv, "--max-len-b", "2", "--limit", "2"]) == 0
-    assert "2 sentences" in capsys.readouterr().out
+    table = capsys.readouterr().out
+    assert "2 sentences" in table
+    assert "-l de;" in table  # the prepared data's target language
     # A checkpoint without a tokenizer uses the prepared data's.
     bare = tmp_path / "bare.safetensors"
     save_model(bare, state, config)
@@ -214,6 +236,7 @@ def test_cli_evaluate_a_prepared_corpus(tmp_path, capsys) -> None:
     assert "sacreBLEU" in table
     report = json.loads(out.read_text())
     assert report["split"] == "test"
+    assert (report["moses_bleu"]["lang"], report["moses_bleu"]["lang_given"]) == ("de", True)
     assert report["speed"]["sentences"] == len((data / "text" / "test.en").read_text().splitlines())
 
 
@@ -231,3 +254,80 @@ def test_lowercase_bleu_is_labelled_and_ignores_case_only() -> None:
     assert lc["score"] < 100.0  # the second sentence still differs
     same = score_texts([h.lower() for h in hyps], refs)
     assert same["lowercase_bleu"]["score"] == pytest.approx(lc["score"])
+
+
+def test_moses_tokenize_as_multi30k_tokenized_files() -> None:
+    # Lines of Multi30k's own test_2016_flickr.lc.norm.tok.de (dataset repository, data/task1/tok)
+    # and train.lc.norm.tok.de, from their raw lines: the German tokenizer splits every
+    # apostrophe off, escapes, keeps hyphens (no -a) and the numeric prefix "10." at the end;
+    # the perl normalizer turns a lone "’" into a double quote.
+    assert moses_tokenize("Zwei Jungen essen ihr McDonald's-Menü im Außenbereich.", "de") == (
+        "zwei jungen essen ihr mcdonald &apos; s-menü im außenbereich ."
+    )
+    assert moses_tokenize("Ein Boston Terrier läuft über saftig-grünes Gras.", "de") == (
+        "ein boston terrier läuft über saftig-grünes gras ."
+    )
+    assert moses_tokenize('Eine Frau auf einem Boot namens "El Corazon".', "de") == (
+        "eine frau auf einem boot namens &quot; el corazon &quot; ."
+    )
+    assert moses_tokenize("Er trägt die Nummer 10.", "de") == "er trägt die nummer 10."
+    assert moses_tokenize("macht das „Hook ’em Horns“-Zeichen.", "de") == (
+        "macht das &quot; hook &quot; em horns &quot; -zeichen ."
+    )
+    # English keeps the apostrophe on the right and splits the final "10." (no such prefix).
+    assert moses_tokenize("McDonald's menu costs 10.", "en") == "mcdonald &apos;s menu costs 10 ."
+
+
+def test_moses_bleu_by_the_formula_and_against_13a() -> None:
+    hyp, ref = ["Ein Mann isst bei McDonald Pommes"], ["ein Mann isst bei McDonald's Pommes"]
+    # Moses (de): the reference is "ein mann isst bei mcdonald &apos; s pommes" (8 tokens), the
+    # hypothesis 6 tokens, all in it; n-gram matches 6/6, 4/5, 3/4, 2/3; BP = exp(1 - 8/6).
+    expected = 100 * math.exp(1 - 8 / 6) * (1 * 4 / 5 * 3 / 4 * 2 / 3) ** (1 / 4)
+    assert moses_bleu(hyp, ref, "de") == pytest.approx(expected, abs=1e-9)
+    # 13a keeps "mcdonald's" whole: 6 tokens a side, "mcdonald" unmatched, matches 5/6, 3/5,
+    # 2/4, 1/3, BP = 1: another number from the same text.
+    lc13a = 100 * (5 / 6 * 3 / 5 * 2 / 4 * 1 / 3) ** (1 / 4)
+    assert lowercase_bleu(hyp, ref)[0] == pytest.approx(lc13a, abs=1e-9)
+    assert abs(expected - lc13a) > 3
+    # Case never counts; identical text is 100; unsmoothed, as multi-bleu.perl: no 4-gram, 0.
+    text = ["Zwei Männer spielen Tennis.", "Ein Hund rennt über die Wiese."]
+    assert moses_bleu(text, [t.upper() for t in text], "de") == pytest.approx(100.0)
+    assert moses_bleu(["ein hund ."], ["ein hund ."], "de") == 0.0
+
+
+def test_moses_escaping_changes_no_bleu() -> None:
+    # tokenizer.perl escapes by default; both sides escaped alike, the n-grams match as before.
+    from sacrebleu.metrics import BLEU
+    from sacremoses import MosesTokenizer
+
+    hyps = ['Er sagt "Hallo" & geht.', "Sie sagt 'Tschüss' | lacht & geht."]
+    refs = ['er sagt "hallo" & lacht .', "sie sagt 'tschüss' und lacht & geht ."]
+    tok = MosesTokenizer(lang="de")
+    plain = [
+        [tok.tokenize(x.lower(), escape=False, return_str=True) for x in xs] for xs in (hyps, refs)
+    ]
+    assert "&quot;" not in plain[0][0]
+    unescaped = BLEU(tokenize="none", smooth_method="none", force=True)
+    expected = unescaped.corpus_score(plain[0], [plain[1]]).score
+    assert 0 < expected < 100
+    assert moses_bleu(hyps, refs, "de") == pytest.approx(expected)
+
+
+def test_score_texts_reports_moses_bleu_with_its_language() -> None:
+    hyps, refs = ["Ein Mann isst bei McDonald Pommes"], ["ein Mann isst bei McDonald's Pommes"]
+    report = score_texts(hyps, refs, "de")["moses_bleu"]
+    assert report["score"] == pytest.approx(moses_bleu(hyps, refs, "de"))
+    assert report["label"] == MOSES_BLEU_LABEL
+    assert "not sacreBLEU" in report["label"]
+    assert "Multi30k" in report["label"]
+    assert (report["lang"], report["lang_given"]) == ("de", True)
+    from importlib.metadata import version
+
+    assert report["sacremoses"] == version("sacremoses")
+    assert f"sacremoses {version('sacremoses')}" in report["tokenizer"]
+    assert "MosesTokenizer(lang='de')" in report["tokenizer"]
+    assert "smooth_method='none'" in report["tokenizer"]
+    # Unknown language: tokenizer.perl's default, en, and the report says it was not given.
+    fallback = score_texts(hyps, refs)["moses_bleu"]
+    assert (fallback["lang"], fallback["lang_given"]) == ("en", False)
+    assert "MosesTokenizer(lang='en')" in fallback["tokenizer"]

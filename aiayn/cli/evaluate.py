@@ -1,8 +1,12 @@
-"""Score a model on a test set: sacreBLEU, chrF, paper-compatible BLEU, perplexity (section 6.1).
+"""Score a model on a test set: sacreBLEU, chrF, Moses and paper BLEU, perplexity (section 6.1).
 
 Translates the sources (beam 4, alpha 0.6, input length + 50 by default) and reports:
   sacreBLEU   corpus BLEU of the detokenized output, with its signature (the headline)
   chrF2       sacreBLEU's chrF, with its signature
+  lowercased  sacreBLEU of the lowercased text (13a), near the Multi30k papers' flavour
+  Moses BLEU  lowercased, Moses-tokenized BLEU (sacremoses, tokenizer.perl's defaults for the
+              references' language, --tgt-lang), as multi-bleu.perl computes it: the flavour
+              of the Multi30k papers; labelled, never comparable with sacreBLEU
   paper BLEU  tokenized BLEU (13a) with compound splitting, the flavour of the paper's Table 2;
               labelled as such, never comparable with sacreBLEU
   perplexity  of the references under the model, per target token (EOS included)
@@ -15,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +42,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--limit", type=integer(1), default=None, metavar="N", help="only the first N sentences"
     )
+    parser.add_argument(
+        "--tgt-lang",
+        type=_lang_code,
+        default=None,
+        metavar="LANG",
+        help="the references' language, for the Moses-tokenized BLEU (default: the prepared "
+        "data's target language with --data, else en, tokenizer.perl's default)",
+    )
     parser.add_argument("--json", metavar="FILE", default=None, help="write the report as JSON")
     parser.add_argument("--hyps", metavar="FILE", default=None, help="write the translations")
+
+
+def _lang_code(text: str) -> str:
+    if re.fullmatch(r"[a-z]{2,3}", text) is None:
+        raise argparse.ArgumentTypeError(f"must be a language code such as de, got {text!r}")
+    return text
 
 
 def _read(path: str) -> list[str]:
@@ -50,9 +69,13 @@ def _read(path: str) -> list[str]:
     return list(read_lines(parts[:-1] if parts[-1] == b"" else parts, path))
 
 
-def load_test_set(args: argparse.Namespace) -> tuple[list[str], list[str], Any]:
-    """(sources, references, the prepared data's tokenizer or None) from --data or --src/--ref."""
-    tokenizer = None
+def load_test_set(args: argparse.Namespace) -> tuple[list[str], list[str], Any, str | None]:
+    """(sources, references, the prepared data's tokenizer, the references' language).
+
+    From --data or --src/--ref; the tokenizer is None without --data, the language is
+    --tgt-lang, else the prepared data's target language, else None (unknown).
+    """
+    tokenizer, lang = None, None
     if args.data is not None:
         if args.src is not None or args.ref is not None:
             raise UserError("give either --data or --src and --ref, not both")
@@ -63,6 +86,7 @@ def load_test_set(args: argparse.Namespace) -> tuple[list[str], list[str], Any]:
             raise UserError("--data needs aiayn.data.load_prepared, missing here; use --src/--ref")
         prepared = load_prepared(args.data)
         tokenizer = getattr(prepared, "tokenizer", None)
+        lang = getattr(prepared, "tgt_lang", None)
         sources, references = prepared.texts(args.split)
         sources, references = list(sources), list(references)
     elif args.src is not None and args.ref is not None:
@@ -77,12 +101,15 @@ def load_test_set(args: argparse.Namespace) -> tuple[list[str], list[str], Any]:
         sources, references = sources[: args.limit], references[: args.limit]
     if not sources:
         raise UserError("the test set is empty")
-    return sources, references, tokenizer
+    if args.tgt_lang is not None:
+        lang = args.tgt_lang
+    return sources, references, tokenizer, lang
 
 
 def format_report(report: dict[str, Any]) -> str:
     """The report as a table for the terminal."""
-    d, s = report["decode"], report["speed"]
+    d, s, mb = report["decode"], report["speed"], report["moses_bleu"]
+    moses_lang = f"-l {mb['lang']}" + ("" if mb["lang_given"] else " (no --tgt-lang: default)")
     rows = [
         ("sacreBLEU", f"{report['sacrebleu']['score']:.2f}", report["sacrebleu"]["signature"]),
         ("chrF2", f"{report['chrf']['score']:.2f}", report["chrf"]["signature"]),
@@ -90,6 +117,11 @@ def format_report(report: dict[str, Any]) -> str:
             "lowercased BLEU",
             f"{report['lowercase_bleu']['score']:.2f}",
             f"{report['lowercase_bleu']['signature']}; {report['lowercase_bleu']['label']}",
+        ),
+        (
+            "Moses-tokenized BLEU",
+            f"{mb['score']:.2f}",
+            f"sacremoses {mb['sacremoses']}, {moses_lang}; {mb['label']}",
         ),
         (
             "paper-compatible BLEU",
@@ -132,9 +164,9 @@ def run(args: argparse.Namespace) -> int:
         )
     output_file(args.json, "--json")
     output_file(args.hyps, "--hyps")
-    sources, references, data_tokenizer = load_test_set(args)
+    sources, references, data_tokenizer, lang = load_test_set(args)
     translator = translator_from_args(args, fallback_tokenizer=data_tokenizer)
-    report = evaluate(translator, sources, references)
+    report = evaluate(translator, sources, references, lang)
     hyps = report.pop("hypotheses")
     engine = getattr(args, "engine", "torch")
     report["engine"] = engine
