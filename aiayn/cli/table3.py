@@ -354,8 +354,7 @@ def write_report(out: Path) -> Path:
     text = [
         "# Table 3, rerun at CPU scale",
         "",
-        f"Corpus: {label}. {len(records)} runs, commit {first['commit']}, "
-        f"matmul peak {first['matmul_peak_gflops']:.0f} GFLOP/s, {first['threads']} threads.",
+        f"Corpus: {label}. {report.provenance(records)}.",
         "Each variation: the paper's line (newstest2013, 100K steps), then ours: the mean over "
         "seeds and [min, max]. BLEU is sacreBLEU (13a, cased) with beam 4 and alpha 0.6, the "
         "last checkpoint alone; p is the largest paired-bootstrap p-value against the base run "
