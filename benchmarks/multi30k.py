@@ -1,20 +1,32 @@
-"""Multi30k EN-DE, the standard small benchmark: train for minutes, choose on valid, then BLEU.
+"""Multi30k EN-DE, the standard small benchmark: train for a budget, choose on valid, then BLEU.
 
     python benchmarks/multi30k.py --multi30k-dir DIR --minutes 40 60
-    python benchmarks/multi30k.py --minutes 15 --dropout 0.0 --no-test   # a trial: valid only
+    python benchmarks/multi30k.py --minutes 18 --no-test --record "dropout 0.3" --dropout 0.3
+    python benchmarks/multi30k.py --steps 8000 --patience 2000 --run runs/converged --resume
 
 Prepares Multi30k task 1 (train 29,000 / val 1,014 / test_2016_flickr 1,000) with a shared BPE,
-trains with the paper's recipe and the settings below for --minutes on this machine's cores,
-then, at each budget, chooses on the VALIDATION split how many of the last checkpoints to
-average (section 6.1: each candidate of --average is averaged and scored on val with beam 4 and
-alpha 0.6) and translates test2016 once, with the chosen average. `--no-test` scores the
-validation split only: that is how the training settings themselves are chosen (a trial per
-setting, the test split left alone). Reports sacreBLEU (cased, 13a, with its signature),
-the lowercased sacreBLEU most Multi30k papers report, and the other figures of
-`aiayn evaluate`. Writes RUN/multi30k.json with the budget, the machine and the command. An
-existing --run directory is replaced only with --overwrite; the prepared data (RUN-data) is
+trains a shape (`--shape`) with the paper's recipe and the settings below for a budget of
+training minutes (`--minutes`) or of updates (`--steps`), then, at each budget, chooses on the
+VALIDATION split how many of the last checkpoints to average (section 6.1: each candidate of
+--average is averaged and scored on val with beam 4 and alpha 0.6) and translates test2016
+once, with the chosen average. Budgets increase: the run is evaluated at each, then trains on.
+
+- `--no-test` scores the validation split only: that is how the settings themselves are chosen
+  (a trial per setting, the test split left alone); `--record NAME` then appends the trial to
+  benchmarks/results/multi30k-trials.jsonl (`--trials-file`).
+- `--patience P` (with `--steps`): to convergence. After the last step budget the run trains on
+  while the validation sacreBLEU of its latest checkpoint (checked every --check-every updates)
+  still rose within the last P updates, at most --max-updates; then the same choice and test.
+- `--resume` continues an existing --run where it stopped (its checkpoints, the budgets already
+  evaluated and the validation curve are kept), across sessions; without it an existing --run is
+  refused, and replaced only with --overwrite.
+
+Reports sacreBLEU (cased, 13a, with its signature), the lowercased sacreBLEU, and the other
+figures of `aiayn evaluate`. Writes RUN/multi30k.json (after every budget) with the budgets, the
+machine and the command. The prepared data (RUN-data, or `--data` for runs that share it) is
 reused while its BPE size matches --vocab-size. The best text-only small Transformer on this
-test set we know of reaches 41.0 lowercased BLEU (4 + 4 layers, d_model 128, to convergence).
+test set we know of reaches 41.0 (Moses-tokenized, lowercased BLEU; 4 + 4 layers, d_model 128,
+to convergence).
 """
 
 from __future__ import annotations
@@ -29,21 +41,44 @@ import time
 from pathlib import Path
 
 import torch
-from run import matmul_peak  # benchmarks/run.py (this script's directory is on sys.path)
 
 from aiayn.cli import main as aiayn
+from aiayn.flops import matmul_peak
 
-# The model: the tiny preset (d_model 256, 4 heads, d_ff 1024, 3 + 3 layers, tied). The
-# recipe's departures from the paper's are the flags below. --lr-scale 0.5 was chosen on the
+ROOT = Path(__file__).resolve().parent.parent
+TRIALS_FILE = ROOT / "benchmarks" / "results" / "multi30k-trials.jsonl"
+
+# The model shapes trialled (every other setting is the paper's unless a flag below says so).
+# "tiny" is the preset (7.6M parameters with BPE 8000); "small" is the shape of the best
+# published small Transformer on this test set (fairseq, 4 + 4 layers, d_model 128, d_ff 256,
+# 4 heads: Wu et al., ACL 2021); "mid" lies between the two.
+SHAPES: dict[str, list[str]] = {
+    "tiny": ["--preset", "tiny"],
+    "mid": ["--preset", "tiny", "--d-model", "192", "--d-ff", "512", "--n-layers", "4"],
+    "small": ["--preset", "tiny", "--d-model", "128", "--d-ff", "256", "--n-layers", "4"],
+}
+# The recipe's departures from the paper's are the flags below. --lr-scale 0.5 was chosen on the
 # validation split against 1.0 and 0.25 by 18-minute `--no-test` trials (docs/training.md,
-# benchmarks/results/multi30k-trials.jsonl); BPE 8000, warm-up 400 and 4096-token batches are
-# kept from the earlier runs, not trialled.
-SCORES = ("sacrebleu", "lowercase_bleu", "chrf", "paper_bleu", "perplexity")
+# benchmarks/results/multi30k-trials.jsonl).
+SCORES = ("sacrebleu", "lowercase_bleu", "moses_bleu", "chrf", "paper_bleu", "perplexity")
 
 
 def _train_flags(args: argparse.Namespace) -> list[str]:
-    flags = ["--preset", "tiny", "--dropout", f"{args.dropout:g}", "--warmup", str(args.warmup)]
-    return [*flags, "--lr-scale", f"{args.lr_scale:g}", "--max-tokens", str(args.max_tokens)]
+    flags = [*SHAPES[args.shape], "--dropout", f"{args.dropout:g}", "--warmup", str(args.warmup)]
+    flags += ["--lr-scale", f"{args.lr_scale:g}", "--max-tokens", str(args.max_tokens)]
+    flags += ["--seed", str(args.seed)]
+    if args.lr_decay == "linear":  # DEVIATION(5.3): to zero at the end of the last budget
+        unit = "--decay-minutes" if args.minutes else "--decay-steps"
+        flags += ["--lr-decay", "linear", unit, f"{_budgets(args)[-1]:g}"]
+    return flags
+
+
+def _budgets(args: argparse.Namespace) -> list[float]:
+    return args.minutes if args.minutes else [float(s) for s in args.steps]
+
+
+def _label(args: argparse.Namespace, budget: float) -> str:
+    return f"{budget:g}min" if args.minutes else f"{budget:g}steps"
 
 
 def _score(model: Path, data: Path, split: str, limit: int, report: Path) -> dict | None:
@@ -108,26 +143,164 @@ def _prepared_vocab(data: Path) -> int | None:
     return manifest.get("options", {}).get("vocab_size") if manifest.get("complete") else None
 
 
-def _trained_minutes(run: Path) -> float:
-    return float(_meta(run)["elapsed_s"]) / 60
+def _trained(run: Path, args: argparse.Namespace) -> float:
+    """How much of a budget RUN has used: training minutes, or updates."""
+    meta = _meta(run)
+    return float(meta["elapsed_s"]) / 60 if args.minutes else float(meta["step"])
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def _train_to(run: Path, data: Path, args: argparse.Namespace, budget: float) -> bool:
+    """Train RUN on (or start it) until it has used BUDGET; False when the training failed."""
+    left = budget - _trained(run, args)
+    if left <= 0 and args.minutes:
+        return True
+    if args.minutes:
+        limit = ["--max-minutes", f"{left:.4f}", "--max-steps", "1000000"]
+        every = ["--save-every-minutes", f"{max(_budgets(args)[0] / 20, 0.05):g}"]
+    else:
+        if left <= 0:
+            return True
+        limit = ["--max-steps", f"{budget:.0f}"]
+        every = ["--save-every-steps", str(args.save_every), "--save-every-minutes", "0"]
+    train = ["train", "--data", str(data), "--run", str(run), *limit, *every]
+    resumed = _meta(run)["step"] > 0
+    train += ["--resume"] if resumed else [*_train_flags(args), "--keep-last", str(args.keep)]
+    # --valid-every 0: the benchmark's own scoring is the validation (one decode per budget)
+    return aiayn([*train, "--valid-every", "0", "--no-progress"]) == 0
+
+
+def _converge(run: Path, data: Path, args: argparse.Namespace) -> bool:
+    """Train on in --check-every chunks while valid sacreBLEU rose within --patience updates.
+
+    Each check scores RUN's latest checkpoint alone on valid (beam 4, alpha 0.6) and appends
+    it to RUN/curve.jsonl, which a resumed run reads back.
+    """
+    curve_file = run / "curve.jsonl"
+    curve = (
+        [json.loads(x) for x in curve_file.read_text().splitlines()] if curve_file.is_file() else []
+    )
+    minimum = args.steps[-1]
+    while True:
+        step = int(_meta(run)["step"])
+        if not curve or curve[-1]["step"] != step:
+            scored = _score(run, data, "valid", args.limit, run / "valid-latest.json")
+            if scored is None:
+                return False
+            curve.append({"step": step, "valid_sacrebleu": round(scored["sacrebleu"]["score"], 2)})
+            with curve_file.open("a", encoding="utf-8") as f:
+                f.write(json.dumps(curve[-1]) + "\n")
+            print(
+                f"  step {step:,}: valid sacreBLEU {curve[-1]['valid_sacrebleu']:.2f}", flush=True
+            )
+        best = max(curve, key=lambda c: (c["valid_sacrebleu"], -c["step"]))
+        if step >= minimum and step - best["step"] >= args.patience:
+            print(f"converged: no rise since step {best['step']:,} ({args.patience:,} updates)")
+            return True
+        if step >= args.max_updates:
+            print(f"stopped at --max-updates {args.max_updates:,} (still rising)")
+            return True
+        nxt = min((step // args.check_every + 1) * args.check_every, args.max_updates)
+        if not _train_to(run, data, args, float(nxt)):
+            return False
+
+
+def _processor() -> str:
+    """The CPU's model name (Linux), else what the platform module says."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _command(args: argparse.Namespace) -> str:
+    """The command line as anyone can rerun it: the local Multi30k copy is DIR."""
+    words = [x if x != args.multi30k_dir else "DIR" for x in sys.argv[1:]]
+    return " ".join(["python", "benchmarks/multi30k.py", *words])
+
+
+def _machine() -> dict:
+    peak = matmul_peak(torch.device("cpu"), quick=True) / 1e9
+    return {
+        "cpus": os.cpu_count(),
+        "platform": platform.platform(),
+        "processor": _processor(),
+        "matmul_peak_gflops": round(peak, 1),
+        "threads": torch.get_num_threads(),
+    }
+
+
+def _record(args: argparse.Namespace, summary: dict) -> None:
+    """Append the trial (validation figures only) to --trials-file."""
+    valid = summary["valid"]
+    record = {
+        "name": args.record,
+        "train_flags": summary["train_flags"],
+        "vocab_size": args.vocab_size,
+        "seed": args.seed,
+        **({"budget_minutes": summary["budget_minutes"]} if args.minutes else {}),
+        **({"budget_steps": summary["budget_steps"]} if args.steps else {}),
+        "training_minutes": round(summary["training_minutes"], 3),
+        "steps": summary["steps"],
+        "valid_sacrebleu_by_averaged": {n: v["sacrebleu"]["score"] for n, v in valid.items()},
+        "valid_lowercase_bleu_by_averaged": {
+            n: v["lowercase_bleu"]["score"] for n, v in valid.items()
+        },
+        "valid_chrf_by_averaged": {n: v["chrf"]["score"] for n, v in valid.items()},
+        "averaged_checkpoints": summary["averaged_checkpoints"],
+        "signature": next(iter(valid.values()))["sacrebleu"]["signature"],
+        "machine": summary["machine"],
+        "command": summary["command"],
+        "protocol": summary["protocol"],
+    }
+    if "curve" in summary:
+        record["curve"] = summary["curve"]
+    with Path(args.trials_file).open("a", encoding="utf-8") as f:
+        f.write(json.dumps(record) + "\n")
+    print(f"trial {args.record!r} recorded in {args.trials_file}")
+
+
+def _recorded(path: Path) -> set[str]:
+    if not path.is_file():
+        return set()
+    names = set()
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            names.add(json.loads(line)["name"])
+    return names
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--multi30k-dir", default=None, help="local raw files (default: download)")
     ap.add_argument("--run", default="runs/multi30k", help="run directory")
-    ap.add_argument(
+    ap.add_argument("--data", help="the prepared data, shared by runs (default: RUN-data)")
+    budget = ap.add_mutually_exclusive_group()
+    budget.add_argument(
         "--minutes",
         type=float,
         nargs="+",
-        default=[40.0],
-        help="training budgets, increasing: evaluate at each, then train on (default 40)",
+        help="budgets of training minutes, increasing: evaluate at each, then train on "
+        "(default 40)",
     )
+    budget.add_argument("--steps", type=int, nargs="+", help="budgets of updates, increasing")
+    ap.add_argument("--shape", choices=SHAPES, default="tiny", help="the model (default tiny)")
     ap.add_argument("--vocab-size", type=int, default=8000, help="shared BPE (default 8000)")
     ap.add_argument("--dropout", type=float, default=0.1, help="P_drop (default: the paper's 0.1)")
     ap.add_argument("--warmup", type=int, default=400, help="warm-up steps (default 400)")
     ap.add_argument("--lr-scale", type=float, default=0.5, help="Eq. (3) times this (default 0.5)")
+    ap.add_argument(
+        "--lr-decay",
+        choices=("rsqrt", "linear"),
+        default="rsqrt",
+        help="rsqrt: Eq. (3) (default); linear: DEVIATION(5.3), to zero at the last budget",
+    )
     ap.add_argument("--max-tokens", type=int, default=4096, help="tokens a batch (default 4096)")
+    ap.add_argument("--seed", type=int, default=1, help="training seed (default 1)")
     ap.add_argument(
         "--average",
         type=int,
@@ -135,84 +308,140 @@ def main() -> int:
         default=[1, 3, 5, 10],
         help="candidate numbers of last checkpoints to average, chosen on valid (default 1 3 5 10)",
     )
+    ap.add_argument("--keep", type=int, default=100, help="checkpoints kept (default 100)")
+    ap.add_argument(
+        "--save-every", type=int, default=100, help="with --steps: updates between checkpoints"
+    )
+    ap.add_argument("--patience", type=int, default=0, help="with --steps: to convergence")
+    ap.add_argument("--check-every", type=int, default=1000, help="updates between checks")
+    ap.add_argument("--max-updates", type=int, default=30000, help="convergence's cap")
     ap.add_argument("--no-test", action="store_true", help="a trial: score the validation only")
+    ap.add_argument("--record", metavar="NAME", help="with --no-test: append the trial")
+    ap.add_argument("--trials-file", default=str(TRIALS_FILE), help=argparse.SUPPRESS)
     ap.add_argument("--limit", type=int, default=0, help="score only the first N sentences")
     ap.add_argument("--threads", type=int, default=0, help="intra-op threads (default: all)")
+    ap.add_argument("--resume", action="store_true", help="continue an existing --run")
     ap.add_argument("--overwrite", action="store_true", help="replace an existing --run")
-    args = ap.parse_args()
-    budgets = args.minutes
+    return ap
+
+
+def _check(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    if not args.minutes and not args.steps:
+        args.minutes = [40.0]
+    budgets = _budgets(args)
+    unit = "--minutes" if args.minutes else "--steps"
     if any(b <= 0 for b in budgets) or budgets != sorted(set(budgets)):
-        ap.error(f"--minutes must be positive and increasing, got {budgets}")
+        ap.error(f"{unit} must be positive and increasing, got {budgets}")
     if any(n < 1 for n in args.average):
         ap.error(f"--average takes numbers of checkpoints of at least 1, got {args.average}")
+    if args.patience and not args.steps:
+        ap.error("--patience goes with --steps: convergence is counted in updates")
+    if args.patience < 0 or args.check_every < 1 or args.save_every < 1 or args.keep < 1:
+        ap.error("--patience must be >= 0; --check-every, --save-every and --keep >= 1")
+    if args.patience and args.max_updates < args.steps[-1]:
+        ap.error(f"--max-updates {args.max_updates} is below the last --steps {args.steps[-1]}")
+    if max(args.average) > args.keep:
+        ap.error(f"--average {max(args.average)} needs --keep of at least that, got {args.keep}")
+    if args.lr_decay == "linear" and args.steps and args.steps[-1] <= args.warmup:
+        ap.error(f"--lr-decay linear: the last budget must exceed --warmup {args.warmup}")
+    if args.lr_decay == "linear" and args.patience:
+        ap.error("--lr-decay linear ends at the last budget; --patience would train past it")
+    if args.record is not None:
+        if not args.no_test:
+            ap.error("--record is for trials: add --no-test (trials never score test2016)")
+        if args.record in _recorded(Path(args.trials_file)):
+            ap.error(f"{args.trials_file}: a trial named {args.record!r} is already recorded")
+    if args.resume and args.overwrite:
+        ap.error("--resume continues --run, --overwrite replaces it: pass one")
+
+
+def main() -> int:
+    ap = _parser()
+    args = ap.parse_args()
+    _check(ap, args)
     if args.threads:
         torch.set_num_threads(args.threads)
     run = Path(args.run)
-    data = run.parent / f"{run.name}-data"
-    if run.exists() and not args.overwrite:
-        ap.error(f"{run} exists; pass --overwrite to replace it, or another --run")
+    data = Path(args.data) if args.data else run.parent / f"{run.name}-data"
+    summary_file = run / "multi30k.json"
+    if run.exists() and not (args.overwrite or args.resume):
+        ap.error(f"{run} exists; pass --resume to continue it, --overwrite to replace it")
+    if args.resume and run.exists() and _meta(run)["step"] > 0:
+        from aiayn.train import read_run_config
+
+        if read_run_config(run).train.seed != args.seed:
+            ap.error(f"{run} was trained with another --seed; pass its own settings to --resume")
     if _prepared_vocab(data) != args.vocab_size:  # missing, or prepared with another BPE
+        if args.resume and run.exists():
+            ap.error(f"{data}: not prepared with --vocab-size {args.vocab_size}, as {run} was")
         prep = ["prepare", "--source", "multi30k", "--out", str(data), "--overwrite"]
         prep += ["--vocab-size", str(args.vocab_size), "--no-progress"]
         if args.multi30k_dir:
             prep += ["--multi30k-dir", args.multi30k_dir]
         if aiayn(prep) != 0:
             return 1
-    if run.exists():
-        shutil.rmtree(run)  # --overwrite: a benchmark measures a fresh run
-    every = max(budgets[0] / 20, 0.05)  # minutes between checkpoints
-    results = []
-    wall = 0.0  # seconds of the training commands (their validation and checkpoints included)
-    for budget in budgets:
+    if run.exists() and args.overwrite:
+        shutil.rmtree(run)  # a benchmark measures a fresh run
+    done: list[dict] = []
+    if args.resume and summary_file.is_file():
+        done = json.loads(summary_file.read_text(encoding="utf-8")).get("budgets", [])
+    summary: dict = {}
+    for budget in _budgets(args):
+        key = "budget_minutes" if args.minutes else "budget_steps"
+        if any(b.get(key) == budget for b in done):
+            print(f"budget {budget:g} evaluated before (--resume), kept", flush=True)
+            continue
         start = time.monotonic()
-        left = budget - _trained_minutes(run)  # the checkpoints' own clock of training time
-        if left > 0:
-            train = ["train", "--data", str(data), "--run", str(run)]
-            train += ["--resume"] if results else _train_flags(args)  # resumed: its own config
-            train += ["--max-minutes", f"{left:.4f}", "--max-steps", "1000000"]
-            train += ["--save-every-minutes", str(every), "--keep-last", "100"]
-            if aiayn([*train, "--no-progress"]) != 0:
-                return 1
-        wall += time.monotonic() - start
-        trained = _trained_minutes(run)
-        print(f"after {trained:.1f} minutes of training on {os.cpu_count()} cores:", flush=True)
-        result = _choose_and_test(run, data, args, f"{budget:g}min")
+        if not _train_to(run, data, args, budget):
+            return 1
+        if args.patience and budget == _budgets(args)[-1] and not _converge(run, data, args):
+            return 1
+        wall = time.monotonic() - start
+        trained = _meta(run)
+        print(
+            f"after {trained['elapsed_s'] / 60:.1f} minutes of training on {os.cpu_count()} cores:"
+        )
+        result = _choose_and_test(run, data, args, _label(args, budget))
         if result is None:
             return 1
-        results.append(
-            {
-                "budget_minutes": budget,
-                "training_minutes": trained,
-                "training_command_minutes": wall / 60,
-                "steps": _meta(run)["step"],
-                **result,
-            }
-        )
+        entry = {
+            key: budget if args.minutes else int(budget),
+            "training_minutes": trained["elapsed_s"] / 60,
+            "training_command_minutes": wall / 60,
+            "steps": trained["step"],
+            **result,
+        }
+        if args.patience and budget == _budgets(args)[-1]:
+            lines = (run / "curve.jsonl").read_text(encoding="utf-8").splitlines()
+            entry["curve"] = [json.loads(x) for x in lines]
+        done.append(entry)
         n = result["averaged_checkpoints"]
         if "sacrebleu" in result:
             bleu, lc = result["sacrebleu"], result["lowercase_bleu"]
-            print(f"Multi30k test2016: sacreBLEU {bleu['score']:.2f} ", end="")
-            print(f"({bleu['signature']}) ", end="")
+            print(
+                f"Multi30k test2016: sacreBLEU {bleu['score']:.2f} ({bleu['signature']}) ", end=""
+            )
             print(f"with the last {n} averaged (chosen on valid)")
             print(f"  lowercased BLEU {lc['score']:.2f}  {lc['signature']}; {lc['label']}")
+            if "moses_bleu" in result:
+                mb = result["moses_bleu"]
+                print(f"  {mb['score']:.2f}  {mb['label']}")
         else:
             print(f"valid only (--no-test): best with the last {n} averaged", flush=True)
-    summary = {
-        "benchmark": "Multi30k EN-DE test2016 (1000 sentences)",
-        **results[-1],
-        "budgets": results,
-        "machine": {
-            "cpus": os.cpu_count(),
-            "platform": platform.platform(),
-            "matmul_peak_gflops": round(matmul_peak(torch.device("cpu"), quick=True) / 1e9, 1),
-        },
-        "command": " ".join(sys.argv),
-        "train_flags": _train_flags(args),
-        "vocab_size": args.vocab_size,
-        "protocol": "averaging chosen on valid (val, 1014 sentences); test2016 scored once for "
-        "the chosen average" + (" (not scored: --no-test)" if args.no_test else ""),
-    }
-    (run / "multi30k.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+        summary = {
+            "benchmark": "Multi30k EN-DE test2016 (1000 sentences)",
+            **done[-1],
+            "budgets": done,
+            "machine": _machine(),
+            "command": _command(args),
+            "train_flags": _train_flags(args),
+            "vocab_size": args.vocab_size,
+            "protocol": "averaging chosen on valid (val, 1014 sentences); test2016 scored once "
+            "for the chosen average" + (" (not scored: --no-test)" if args.no_test else ""),
+        }
+        summary_file.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    if args.record is not None and summary:
+        _record(args, summary)
     return 0
 
 

@@ -96,8 +96,71 @@ def test_multi30k_benchmark_runs_end_to_end(tmp_path: Path) -> None:
     # the run directory is never replaced unasked
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert again.returncode == 2
-    assert "exists; pass --overwrite" in again.stderr
+    assert "exists; pass --resume to continue it, --overwrite to replace it" in again.stderr
     assert (tmp_path / "m30k" / "multi30k.json").is_file()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not SHARED_M30K.is_dir(), reason="no local Multi30k copy beside the repo")
+def test_multi30k_convergence_trial_is_recorded_and_resumes(tmp_path: Path) -> None:
+    """--steps with --patience: checks every --check-every updates, stops on a plateau; a
+    --record trial reads valid only; --resume keeps the budgets done and trains on."""
+    trials = tmp_path / "trials.jsonl"
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "multi30k.py"), "--run", str(tmp_path / "r")]
+    cmd += ["--multi30k-dir", str(SHARED_M30K), "--vocab-size", "500", "--shape", "small"]
+    cmd += ["--max-tokens", "512", "--warmup", "2", "--limit", "5", "--threads", "1"]
+    cmd += ["--save-every", "2", "--keep", "10", "--average", "1", "2", "--no-test"]
+    cmd += ["--trials-file", str(trials)]
+    first = [*cmd, "--steps", "4", "--record", "a"]
+    res = subprocess.run(first, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    (a,) = [json.loads(x) for x in trials.read_text().splitlines()]
+    assert (a["name"], a["budget_steps"], a["steps"]) == ("a", 4, 4)
+    assert "--shape" not in a["train_flags"]  # the shape's own flags: the record says them
+    assert "--d-model" in a["train_flags"]
+    assert a["command"].startswith("python benchmarks/multi30k.py --run")
+    assert "--multi30k-dir DIR" in a["command"]  # no path of this machine in the record
+    assert not list((tmp_path / "r").glob("evaluation-*.json"))  # test2016 never translated
+    # The same name again is refused before anything runs.
+    again = subprocess.run([*first, "--resume"], capture_output=True, text=True, timeout=60)
+    assert again.returncode == 2
+    assert "a trial named 'a' is already recorded" in again.stderr
+    # Resumed with a later budget and patience: budget 4 is kept, then checks at 6, 9, 12, ...
+    more = [*cmd, "--steps", "4", "6", "--patience", "3", "--check-every", "3", "--resume"]
+    res = subprocess.run([*more, "--record", "b"], capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "budget 4 evaluated before (--resume), kept" in res.stdout
+    b = json.loads(trials.read_text().splitlines()[1])
+    curve = b["curve"]
+    assert [c["step"] for c in curve][:2] == [6, 9]  # the first check at the budget, then 3 on
+    best = max(curve, key=lambda c: (c["valid_sacrebleu"], -c["step"]))
+    assert curve[-1]["step"] - best["step"] >= 3  # stopped on a plateau of --patience updates
+    assert b["steps"] == curve[-1]["step"]
+    assert "converged: no rise since step" in res.stdout
+    summary = json.loads((tmp_path / "r" / "multi30k.json").read_text())
+    assert [x["budget_steps"] for x in summary["budgets"]] == [4, 6]
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--patience", "100"], "--patience goes with --steps"),
+        (["--minutes", "5", "--steps", "100"], "not allowed with argument"),
+        (["--steps", "100", "--record", "x"], "--record is for trials: add --no-test"),
+        (["--steps", "300", "--lr-decay", "linear"], "must exceed --warmup 400"),
+        (["--steps", "900", "--patience", "9", "--lr-decay", "linear"], "would train past it"),
+        (["--steps", "9000", "--patience", "9", "--max-updates", "10"], "is below the last"),
+        (["--average", "20", "--keep", "10"], "needs --keep of at least that"),
+        (["--resume", "--overwrite"], "pass one"),
+        (["--steps", "200", "100"], "--steps must be positive and increasing"),
+    ],
+)
+def test_multi30k_benchmark_refuses_bad_flags(flags: list[str], message: str) -> None:
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "multi30k.py"), *flags]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2
+    assert message in res.stderr
+    assert "Traceback" not in res.stderr
 
 
 def test_multi30k_benchmark_rejects_budgets_out_of_order() -> None:

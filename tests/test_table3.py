@@ -246,6 +246,11 @@ def test_table3_runs_resumes_after_an_interruption_and_never_redoes_a_run(
     assert "learned positional embeddings are about as good as sinusoids" in md
     assert (out / "plots" / "table3-E.png").stat().st_size > 1000
     assert "| paper base (Table 2) | 100,000 | 3.3e+18 | 1 |" in md
+    # Where the runs come from, over every record: their commits, threads and machine
+    commit = records[0]["commit"][:8]
+    threads = records[0]["threads"]
+    assert f"4 runs on commit {commit} (4); {threads} thread" in md
+    assert " minutes of training a run." in md
     # The same directory with another budget: one line, nothing run
     assert _table3(out, raw, "--steps", "4") == 2
     err = capsys.readouterr().err.strip().splitlines()

@@ -18,8 +18,9 @@ averaging; its parameters, steps, training minutes and training FLOPs are record
 OUT receives protocol.json (the shared settings: another --steps is refused there),
 results.jsonl (one record per finished run, with its config, seed, commit and the machine's
 matmul peak), hyps/ (the dev translations, for the paired bootstrap), runs/ (checkpoints),
-report.md and plots/table3-{A..E}.png. Interrupted (Ctrl-C, a kill), the same command
-continues the run it was in from its last checkpoint and never redoes a finished run.
+report.md (and the same as one self-contained page, report.html) and plots/table3-{A..E}.png.
+Interrupted (Ctrl-C, a kill), the same command continues the run it was in from its last
+checkpoint and never redoes a finished run.
 
 How long: a base run of 1000 steps trained in 10.6 to 17.6 minutes on one thread of a 2-core
 machine that other jobs shared (docs/table3.md), and is scored in about a minute; the whole
@@ -330,8 +331,8 @@ def _small(protocol: Any) -> Any:
 
 
 def write_report(out: Path) -> Path:
-    """OUT/report.md and OUT/plots/ from OUT/results.jsonl."""
-    from aiayn.table3 import report
+    """OUT/report.md, the same as one page OUT/report.html, and OUT/plots/, from results.jsonl."""
+    from aiayn.table3 import html, report
     from aiayn.table3.results import read_results
 
     records = read_results(out)
@@ -354,8 +355,7 @@ def write_report(out: Path) -> Path:
     text = [
         "# Table 3, rerun at CPU scale",
         "",
-        f"Corpus: {label}. {len(records)} runs, commit {first['commit']}, "
-        f"matmul peak {first['matmul_peak_gflops']:.0f} GFLOP/s, {first['threads']} threads.",
+        f"Corpus: {label}. {report.provenance(records)}.",
         "Each variation: the paper's line (newstest2013, 100K steps), then ours: the mean over "
         "seeds and [min, max]. BLEU is sacreBLEU (13a, cased) with beam 4 and alpha 0.6, the "
         "last checkpoint alone; p is the largest paired-bootstrap p-value against the base run "
@@ -385,9 +385,11 @@ def write_report(out: Path) -> Path:
         "",
     ]
     path = out / "report.md"
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text("\n".join(text), encoding="utf-8")
-    os.replace(tmp, path)
+    markdown = "\n".join(text)
+    for target, content in ((path, markdown), (out / "report.html", html.render(markdown, out))):
+        tmp = target.with_suffix(".tmp")
+        tmp.write_text(content, encoding="utf-8")
+        os.replace(tmp, target)
     return path
 
 

@@ -296,6 +296,43 @@ def cost_table(records: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def _span(values: Sequence[float], unit: str) -> str:
+    lo, hi = min(values), max(values)
+    return f"{lo:.0f}{unit}" if round(lo) == round(hi) else f"{lo:.0f}-{hi:.0f}{unit}"
+
+
+def provenance(records: Sequence[dict[str, Any]]) -> str:
+    """Where the runs come from, over all of them: commits, threads, matmul peaks, minutes.
+
+    A table run across sessions mixes machines' loads and thread counts: its minutes are
+    comparable only where these agree, its updates and batches always.
+
+    >>> one = {"commit": "abcdef0123", "threads": 1, "matmul_peak_gflops": 39.2}
+    >>> two = {"commit": "0123456789", "threads": 2, "matmul_peak_gflops": 160.0}
+    >>> text = provenance([{**one, "train_minutes": 9.0}, {**two, "train_minutes": 4.1}])
+    >>> for part in text.split("; "):
+    ...     print(part)
+    2 runs on commits abcdef01 (1), 01234567 (1)
+    1-2 threads
+    matmul peak 39-160 GFLOP/s
+    4-9 minutes of training a run
+    >>> provenance([{**one, "train_minutes": 9.0}])
+    '1 run on commit abcdef01 (1); 1 thread; matmul peak 39 GFLOP/s; 9 minutes of training a run'
+    """
+    commits: dict[str, int] = {}
+    for r in records:
+        commits[r["commit"][:8]] = commits.get(r["commit"][:8], 0) + 1
+    listed = ", ".join(f"{c} ({n})" for c, n in commits.items())
+    parts = [
+        f"{len(records)} run{'s' if len(records) > 1 else ''} on "
+        f"commit{'s' if len(commits) > 1 else ''} {listed}",
+        _span([r["threads"] for r in records], " threads").replace("1 threads", "1 thread"),
+        "matmul peak " + _span([r["matmul_peak_gflops"] for r in records], " GFLOP/s"),
+        _span([r["train_minutes"] for r in records], " minutes of training a run"),
+    ]
+    return "; ".join(parts)
+
+
 def summary(checked: Sequence[dict[str, Any]]) -> dict[str, dict[str, int]]:
     """{row: {verdict: count}}."""
     out: dict[str, dict[str, int]] = {}

@@ -1,0 +1,206 @@
+"""The Multi30k recipe search on the validation split: stage by stage, resumable, test never read.
+
+    python benchmarks/multi30k_trials.py --multi30k-dir DIR             # run what is missing
+    python benchmarks/multi30k_trials.py --plan                         # what is done, what next
+
+Each stage varies one setting of the best recipe so far (the base) and keeps the value with the
+highest validation sacreBLEU (beam 4, alpha 0.6, the number of checkpoints averaged chosen on
+valid too); the next stage starts from it. A tie, or a difference the seeds' spread would
+cover, is not resolved here: the best value wins, and the final stage runs the two best
+recipes with a second seed so the spread is measured. Every trial is one `benchmarks/
+multi30k.py --no-test --record NAME` run of --minutes of training, appended to benchmarks/
+results/multi30k-trials.jsonl; a trial recorded there (by any session) is never run again, and
+one killed half-way resumes from its checkpoints. No trial translates a test set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import subprocess
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TRIALS_FILE = ROOT / "benchmarks" / "results" / "multi30k-trials.jsonl"
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """The settings a trial varies (benchmarks/multi30k.py's flags of the same names)."""
+
+    shape: str = "tiny"
+    max_tokens: int = 4096
+    lr_scale: float = 0.5
+    warmup: int = 400
+    lr_decay: str = "rsqrt"
+    dropout: float = 0.1
+    vocab_size: int = 8000
+    seed: int = 1
+
+    def flags(self) -> list[str]:
+        out = ["--shape", self.shape, "--max-tokens", str(self.max_tokens)]
+        out += ["--lr-scale", f"{self.lr_scale:g}", "--warmup", str(self.warmup)]
+        out += ["--lr-decay", self.lr_decay, "--dropout", f"{self.dropout:g}"]
+        return [*out, "--vocab-size", str(self.vocab_size), "--seed", str(self.seed)]
+
+
+def trial_name(recipe: Recipe, minutes: float) -> str:
+    """One name per trial: its budget and every setting, so the same trial is found again."""
+    r = recipe
+    return (
+        f"{minutes:g} min: {r.shape}, {r.max_tokens} tokens, lr x{r.lr_scale:g}, warm-up "
+        f"{r.warmup}, {r.lr_decay}, dropout {r.dropout:g}, BPE {r.vocab_size}, seed {r.seed}"
+    )
+
+
+# (stage, what it varies, the values tried besides the base's). A value may depend on the base.
+Variation = Callable[[Recipe], list[Recipe]]
+STAGES: list[tuple[str, Variation]] = [
+    ("shape", lambda b: [dataclasses.replace(b, shape=s) for s in ("mid", "small")]),
+    ("batch tokens", lambda b: [dataclasses.replace(b, max_tokens=2048)]),
+    (
+        "peak learning rate",
+        lambda b: [dataclasses.replace(b, lr_scale=b.lr_scale * f) for f in (0.5, 2.0)],
+    ),
+    ("warm-up", lambda b: [dataclasses.replace(b, warmup=w) for w in (200, 800)]),
+    ("decay", lambda b: [dataclasses.replace(b, lr_decay="linear")]),
+    ("dropout", lambda b: [dataclasses.replace(b, dropout=p) for p in (0.0, 0.2, 0.3)]),
+    ("BPE", lambda b: [dataclasses.replace(b, vocab_size=v) for v in (4000, 10000)]),
+]
+
+
+def read_trials(path: Path) -> dict[str, dict]:
+    """The recorded trials by name (earlier records without settings are kept, never matched)."""
+    if not path.is_file():
+        return {}
+    out = {}
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            try:
+                record = json.loads(line)
+                out[record["name"]] = record
+            except (ValueError, KeyError):
+                raise SystemExit(f"{path}:{n}: not a trial record") from None
+    return out
+
+
+def score(record: dict) -> float:
+    """A trial's figure: valid sacreBLEU with the number of checkpoints averaged it chose."""
+    return record["valid_sacrebleu_by_averaged"][str(record["averaged_checkpoints"])]
+
+
+def _unique(recipes: Iterable[Recipe]) -> list[Recipe]:
+    return list(dict.fromkeys(recipes))
+
+
+def plan(
+    trials: dict[str, dict], minutes: float, base: Recipe | None = None
+) -> tuple[list[tuple[str, list[Recipe]]], Recipe | None, list[Recipe]]:
+    """(stages as far as the records decide them, the recipe chosen or None, trials to run).
+
+    The stages are walked in order from ``base``; a stage whose trials are all recorded gives
+    the next base (the highest score; ties go to the earlier candidate, the base first). The
+    first stage with a trial missing stops the walk: those trials are what to run next. After
+    the last stage, the two best recipes of all stages run again with seed 2, and the better
+    mean of two seeds is the recipe chosen.
+    """
+    base = base or Recipe()
+    walked: list[tuple[str, list[Recipe]]] = []
+    seen: list[Recipe] = []
+    for stage, vary in STAGES:
+        candidates = _unique([base, *vary(base)])
+        walked.append((stage, candidates))
+        seen += candidates
+        missing = [r for r in candidates if trial_name(r, minutes) not in trials]
+        if missing:
+            return walked, None, missing
+        base = max(
+            candidates, key=lambda r: (score(trials[trial_name(r, minutes)]), -candidates.index(r))
+        )
+    ranked = sorted(_unique(seen), key=lambda r: -score(trials[trial_name(r, minutes)]))
+    leaders = ranked[:2]
+    seeds = [dataclasses.replace(r, seed=2) for r in leaders]
+    walked.append(("seeds", _unique([*leaders, *seeds])))
+    missing = [r for r in seeds if trial_name(r, minutes) not in trials]
+    if missing:
+        return walked, None, missing
+
+    def mean(r: Recipe) -> float:
+        pair = (r, dataclasses.replace(r, seed=2))
+        return sum(score(trials[trial_name(x, minutes)]) for x in pair) / 2
+
+    return walked, max(leaders, key=lambda r: (mean(r), -leaders.index(r))), []
+
+
+def show(trials: dict[str, dict], minutes: float) -> Recipe | None:
+    """Print the plan: every stage's trials with their valid sacreBLEU, or what is to run."""
+    walked, chosen, missing = plan(trials, minutes)
+    for stage, candidates in walked:
+        print(f"{stage}:")
+        for r in candidates:
+            rec = trials.get(trial_name(r, minutes))
+            figure = f"{score(rec):6.2f}" if rec else "   ..."
+            steps = f"{rec['steps']:>6,} steps" if rec else ""
+            print(f"  {figure}  {trial_name(r, minutes)}  {steps}")
+    if chosen is not None:
+        print(f"chosen on valid: {' '.join(dataclasses.replace(chosen, seed=1).flags())}")
+    else:
+        print(f"{len(missing)} trial(s) to run next")
+    return chosen
+
+
+def run_trial(recipe: Recipe, minutes: float, args: argparse.Namespace) -> int:
+    """One trial: benchmarks/multi30k.py --no-test --record NAME (resumed if its run exists)."""
+    name = trial_name(recipe, minutes)
+    slug = name.replace(":", "").replace(",", "").replace(" ", "-").replace("--", "-")
+    run = Path(args.runs) / slug
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "multi30k.py"), "--run", str(run)]
+    cmd += ["--data", str(Path(args.runs) / f"data-bpe{recipe.vocab_size}")]
+    cmd += ["--minutes", f"{minutes:g}", "--no-test", "--record", name, *recipe.flags()]
+    cmd += ["--trials-file", str(args.trials_file), "--average", "1", "3", "5", "10"]
+    if args.multi30k_dir:
+        cmd += ["--multi30k-dir", args.multi30k_dir]
+    if args.threads:
+        cmd += ["--threads", str(args.threads)]
+    if run.exists():
+        cmd += ["--resume"]
+    print(f"trial: {name}", flush=True)
+    return subprocess.call(cmd)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--multi30k-dir", default=None, help="local raw files (default: download)")
+    ap.add_argument("--minutes", type=float, default=20.0, help="each trial's budget (default 20)")
+    ap.add_argument("--runs", default="runs/m30k-trials", help="where trials train")
+    ap.add_argument("--plan", action="store_true", help="show the trials, run nothing")
+    ap.add_argument("--max-trials", type=int, default=0, help="stop after N trials (0: all)")
+    ap.add_argument("--threads", type=int, default=0, help="intra-op threads (default: all)")
+    ap.add_argument("--trials-file", default=str(TRIALS_FILE), help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.minutes <= 0 or args.max_trials < 0:
+        ap.error("--minutes must be positive and --max-trials >= 0")
+    path = Path(args.trials_file)
+    ran = 0
+    try:
+        while True:
+            trials = read_trials(path)
+            _, _, missing = plan(trials, args.minutes)
+            if args.plan or not missing or (args.max_trials and ran >= args.max_trials):
+                show(trials, args.minutes)
+                return 0
+            if run_trial(missing[0], args.minutes, args) != 0:
+                print(f"multi30k_trials: the trial failed: {trial_name(missing[0], args.minutes)}")
+                return 1
+            ran += 1
+    except KeyboardInterrupt:
+        print("multi30k_trials: interrupted; run it again to go on (the trial resumes)")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

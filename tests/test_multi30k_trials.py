@@ -1,0 +1,173 @@
+"""The Multi30k recipe search (benchmarks/multi30k_trials.py): stages, choices, resuming."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import multi30k_trials as mt  # noqa: E402
+
+M = 20.0
+
+
+def fake(recipe: mt.Recipe) -> float:
+    """A made-up valid sacreBLEU: small shape, 2048 tokens, dropout 0.3 and seed 2 help."""
+    s = 30.0 + {"tiny": 0.0, "mid": 1.0, "small": 2.0}[recipe.shape]
+    s += 0.5 * (recipe.max_tokens == 2048) + 0.3 * (recipe.dropout == 0.3)
+    s += -abs(recipe.lr_scale - 0.5) + 0.1 * (recipe.seed == 2)
+    return s
+
+
+def record(recipe: mt.Recipe, value: float | None = None) -> dict:
+    v = fake(recipe) if value is None else value
+    return {
+        "name": mt.trial_name(recipe, M),
+        "valid_sacrebleu_by_averaged": {"1": v - 1, "3": v},
+        "averaged_checkpoints": 3,
+        "steps": 1000,
+    }
+
+
+def fill(trials: dict, value=None) -> None:
+    """Record every missing trial until the plan chooses (the search run to its end)."""
+    while True:
+        _, chosen, missing = mt.plan(trials, M)
+        if chosen is not None:
+            return
+        for r in missing:
+            trials[mt.trial_name(r, M)] = record(r, None if value is None else value(r))
+
+
+def test_names_are_one_per_setting() -> None:
+    base = mt.Recipe()
+    name = mt.trial_name(base, M)
+    assert name == (
+        "20 min: tiny, 4096 tokens, lr x0.5, warm-up 400, rsqrt, dropout 0.1, BPE 8000, seed 1"
+    )
+    values = ("small", 2048, 1.0, 800, "linear", 0.3, 4000, 2)
+    fields = dataclasses.fields(base)
+    others = {
+        mt.trial_name(dataclasses.replace(base, **{f.name: v}), M)
+        for f, v in zip(fields, values, strict=True)
+    }
+    assert len(others | {name}) == len(fields) + 1
+    assert mt.trial_name(base, 60) != name
+
+
+def test_an_empty_record_starts_with_the_shapes() -> None:
+    walked, chosen, missing = mt.plan({}, M)
+    assert chosen is None
+    assert [r.shape for r in missing] == ["tiny", "mid", "small"]
+    assert [stage for stage, _ in walked] == ["shape"]
+
+
+def test_each_stage_starts_from_the_best_so_far_and_seeds_decide() -> None:
+    trials: dict = {}
+    fill(trials)
+    walked, chosen, _ = mt.plan(trials, M)
+    stages = dict(walked)
+    # the second stage varies the winner of the first, and so on
+    assert all(r.shape == "small" for r in stages["batch tokens"])
+    assert all(r.max_tokens == 2048 for r in stages["peak learning rate"])
+    assert {r.lr_scale for r in stages["peak learning rate"]} == {0.5, 0.25, 1.0}
+    assert {r.dropout for r in stages["dropout"]} == {0.1, 0.0, 0.2, 0.3}
+    assert chosen == mt.Recipe(shape="small", max_tokens=2048, dropout=0.3)
+    # the base recipe is not run twice: one record per distinct trial
+    assert len(trials) == len({mt.trial_name(r, M) for _, rs in walked for r in rs})
+    # the two leaders ran a second seed
+    assert {r.seed for r in stages["seeds"]} == {1, 2}
+    assert len(stages["seeds"]) == 4
+
+
+def test_a_tie_keeps_the_base_and_two_seeds_can_reverse_a_lead() -> None:
+    trials: dict = {}
+    fill(trials, value=lambda r: 30.0)  # nothing matters: every stage keeps its base
+    assert mt.plan(trials, M)[1] == mt.Recipe()
+    # The leader on seed 1 loses on the mean of two seeds.
+    trials = {}
+
+    lucky = mt.Recipe(shape="small")
+
+    def value(r: mt.Recipe) -> float:
+        if dataclasses.replace(r, seed=1) == lucky:
+            return 33.0 if r.seed == 1 else 29.0  # first on seed 1, a mean of 31
+        return fake(r)
+
+    fill(trials, value)
+    walked, chosen, _ = mt.plan(trials, M)
+    assert lucky in dict(walked)["seeds"]  # it led on seed 1
+    assert chosen == mt.Recipe(shape="small", max_tokens=2048)  # 32.5 and 32.6: the mean wins
+
+
+def test_main_runs_what_is_missing_in_order_and_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "trials.jsonl"
+    ran: list[str] = []
+
+    def run_trial(recipe, minutes, args):  # what benchmarks/multi30k.py --record does
+        ran.append(mt.trial_name(recipe, minutes))
+        with path.open("a") as f:
+            f.write(json.dumps(record(recipe)) + "\n")
+        return 0
+
+    monkeypatch.setattr(mt, "run_trial", run_trial)
+    common = ["--trials-file", str(path), "--minutes", f"{M:g}"]
+    assert mt.main([*common, "--max-trials", "2"]) == 0
+    assert [n.split(": ")[1].split(",")[0] for n in ran] == ["tiny", "mid"]
+    assert "to run next" in capsys.readouterr().out
+    assert mt.main(common) == 0  # a later session goes on where the file stops
+    assert len(ran) == len(set(ran)) > 2  # no trial run twice
+    out = capsys.readouterr().out
+    assert "chosen on valid: --shape small --max-tokens 2048" in out
+    before = len(ran)
+    assert mt.main([*common, "--plan"]) == 0
+    assert len(ran) == before
+    # A failed trial stops the search with one line and a non-zero exit.
+    monkeypatch.setattr(mt, "run_trial", lambda *a: 1)
+    assert mt.main(["--trials-file", str(tmp_path / "other.jsonl")]) == 1
+    assert "the trial failed: 20 min: tiny" in capsys.readouterr().out
+
+
+def test_a_trial_runs_multi30k_with_its_settings_and_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[list[str]] = []
+    monkeypatch.setattr(mt.subprocess, "call", lambda cmd: calls.append(cmd) or 0)
+    args = mt.argparse.Namespace(
+        runs=str(tmp_path), trials_file="t.jsonl", multi30k_dir="DIR", threads=0
+    )
+    recipe = mt.Recipe(shape="small", dropout=0.3)
+    assert mt.run_trial(recipe, M, args) == 0
+    cmd = calls[-1]
+    assert cmd[cmd.index("--record") + 1] == mt.trial_name(recipe, M)
+    assert cmd[cmd.index("--shape") + 1] == "small"
+    assert "--no-test" in cmd
+    assert cmd[cmd.index("--data") + 1] == str(tmp_path / "data-bpe8000")
+    assert "--resume" not in cmd
+    Path(cmd[cmd.index("--run") + 1]).mkdir()  # killed half-way: the next call resumes it
+    mt.run_trial(recipe, M, args)
+    assert "--resume" in calls[-1]
+
+
+def test_a_broken_trials_file_names_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "trials.jsonl"
+    path.write_text(json.dumps(record(mt.Recipe())) + "\nnot json\n")
+    with pytest.raises(SystemExit, match=r"trials.jsonl:2: not a trial record"):
+        mt.read_trials(path)
+    with pytest.raises(SystemExit):
+        mt.main(["--minutes", "0", "--trials-file", str(path)])
+
+
+def test_the_committed_trials_file_reads() -> None:
+    """The records before this search (no settings of their own) read and are never matched."""
+    trials = mt.read_trials(mt.TRIALS_FILE)
+    assert len(trials) >= 4
+    walked, _, _ = mt.plan(trials, M)
+    assert walked
