@@ -213,6 +213,14 @@ def test_cli_evaluate_errors(tmp_path, ckpt, capsys) -> None:
     err = capsys.readouterr().err
     assert err.startswith("aiayn evaluate: error: --nbest")
     assert err.count("\n") == 1
+    toml = write(tmp_path / "d.toml", ["[decode]", "nbest = 2"])
+    assert main([*argv, "--config", str(toml)]) == 2  # the same from a settings file
+    assert capsys.readouterr().err.startswith("aiayn evaluate: error: --nbest")
+    # and --help does not offer it (translate's does)
+    assert main(["evaluate", "--help"]) == 0
+    assert "--nbest" not in capsys.readouterr().out
+    assert main(["translate", "--help"]) == 0
+    assert "--nbest" in capsys.readouterr().out
     # A report file in a directory that does not exist is refused, not created.
     missing = tmp_path / "no" / "such" / "report.json"
     assert main([*argv, "--json", str(missing)]) == 2

@@ -34,7 +34,9 @@ from aiayn.errors import UserError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_translator_args(parser)
+    add_translator_args(parser, skip=("nbest",))  # evaluate scores the best translation only
+    # Not in --help; given, it is refused with a pointer to translate (as a [decode] nbest is).
+    parser.add_argument("--nbest", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--data", metavar="DIR", default=None, help="prepared data directory")
     parser.add_argument("--split", default="test", help="split of --data (default test)")
     parser.add_argument("--src", metavar="FILE", default=None, help="source sentences")
@@ -157,7 +159,8 @@ def run(args: argparse.Namespace) -> int:
     from aiayn.storage import atomic_write
 
     require_engine(args)
-    if config_from_args(DecodeConfig, args, toml=load_toml(args.config)).nbest != 1:
+    toml_nbest = config_from_args(DecodeConfig, args, toml=load_toml(args.config)).nbest
+    if args.nbest is not None or toml_nbest != 1:
         raise UserError(
             "--nbest: evaluate scores the best translation of each line only; "
             "`aiayn translate --nbest N` writes n-best lists"

@@ -52,8 +52,9 @@ SKIPPED_EXIT = 3  # exit status when a line was over --max-input-tokens (its out
 DEFAULT_INPUT_LIMIT = 1024  # = aiayn.translator.DEFAULT_INPUT_LIMIT (not imported: torch)
 
 
-def add_translator_args(parser: argparse.ArgumentParser) -> None:
-    """Flags shared by translate and evaluate: the model, the search, batching."""
+def add_translator_args(parser: argparse.ArgumentParser, skip: tuple[str, ...] = ()) -> None:
+    """Flags shared by translate and evaluate: the model, the search, batching (``skip``: the
+    DecodeConfig fields a verb has no flag for)."""
     parser.add_argument(
         "--checkpoint",
         required=True,
@@ -118,7 +119,9 @@ def add_translator_args(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="settings file; its [decode] table is used",
     )
-    add_config_args(parser, DecodeConfig, title="decoding (section 6.1; [decode] in --config)")
+    add_config_args(
+        parser, DecodeConfig, skip, title="decoding (section 6.1; [decode] in --config)"
+    )
 
 
 def require_engine(args: argparse.Namespace) -> None:
