@@ -307,7 +307,12 @@ def test_the_docs_say_what_the_committed_results_say(doc, lang) -> None:
 
 def test_the_committed_report_is_the_committed_results() -> None:
     records = read_results(COMMITTED)
-    assert len(records) >= 3  # at least the base row's three seeds
+    runs = report.by_variation(records)
+    # the whole table: rows A-E with 2 seeds each, the base with 3 (the "done when")
+    assert set(runs) == {"base"} | {v.name for v in variations()}
+    assert len(runs["base"]) == 3
+    assert all(len(rs) >= 2 for rs in runs.values())
+    assert "All 39 runs of the table are finished" in report.docs_results(COMMITTED)
     assert all(len(r["commit"]) >= 40 for r in records)  # the git commit that ran it
     assert all(r["steps"] == 1000 for r in records)
     md = (COMMITTED / "report.md").read_text(encoding="utf-8")

@@ -22,9 +22,10 @@ report.md (and the same as one self-contained page, report.html) and plots/table
 Interrupted (Ctrl-C, a kill), the same command continues the run it was in from its last
 checkpoint and never redoes a finished run.
 
-How long: a base run of 1000 steps trained in 10.6 to 17.6 minutes on one thread of a 2-core
-machine that other jobs shared (docs/table3.md), and is scored in about a minute; the whole
-table (18 variations x 2 seeds + 3 base seeds = 39 runs) takes hours (6 to 8 at that pace),
+How long: a base-sized run of 1000 steps trains in 4.4 to 5.9 minutes with 2 threads on an
+otherwise idle 2-core machine (10.6 to 17.6 on one thread of a shared one) and is scored in
+under a minute; the whole table (18 variations x 2 seeds + 3 base seeds = 39 runs) takes about
+3 hours at the first pace (the committed run, on 1 and then 2 threads, took 4.6 hours),
 meant to run across sessions: rerun the same command to continue.
 """
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from aiayn.config import ModelConfig, from_dict
 from aiayn.flops import PAPER_TRAINING_FLOPS
-from aiayn.table3.rows import PAPER_BASE, PAPER_STEPS, VARIATIONS, Variation, variation
+from aiayn.table3.rows import PAPER_BASE, PAPER_STEPS, VARIATIONS, Variation, variation, variations
 
 HOLDS, FAILS, NOISE, FEW = "holds", "does not hold", "within noise", "too few seeds"
 
@@ -420,19 +420,32 @@ def docs_results(out: Path, lang: str = "en") -> str:
     main = text[start : text.index("\n\n", start)]
     runs = by_variation(records)
     total = len(records)
+    # the default seeds: 3 for the base, 2 for each of the other variations
+    planned = 3 + 2 * len(variations())
     plots = sorted((out / "plots").glob("table3-*.png"))
     rel = "../benchmarks/results/table3" if lang == "en" else "../../benchmarks/results/table3"
     images = [f"![row {p.stem[-1]}]({rel}/plots/{p.name})" for p in plots]
     if lang == "zh":
+        done = (
+            f"全表 {planned} 次训练已全部完成（base 和 {planned // 2 - 1} 个变体）。"
+            if total >= planned
+            else f"已完成全表 {planned} 次训练中的 {total} 次（{len(runs)} 个变体）；"
+            "其余的用同一条命令继续。"
+        )
         status = (
-            f"已完成全表 39 次训练中的 {total} 次（{len(runs)} 个变体）；其余的用同一条命令继续。"
-            f"完整报告：[report.md]({rel}/report.md)。表中“ours”一行是种子均值和"
+            f"{done}完整报告：[report.md]({rel}/report.md)。表中“ours”一行是种子均值和"
             "[最小, 最大]；p 是与同种子 base 的配对自助法检验的最大 p 值。"
         )
     else:
+        done = (
+            f"All {planned} runs of the table are finished "
+            f"(the base and {planned // 2 - 1} variations)."
+            if total >= planned
+            else f"{total} of the table's {planned} runs are finished ({len(runs)} variations); "
+            "the rest continue with the same command."
+        )
         status = (
-            f"{total} of the table's 39 runs are finished ({len(runs)} variations); the rest "
-            f"continue with the same command. The full report: [report.md]({rel}/report.md). "
+            f"{done} The full report: [report.md]({rel}/report.md). "
             'Each "ours" line is the mean over seeds and [min, max]; p is the largest paired '
             "bootstrap p-value against the base run of the same seed."
         )
