@@ -232,6 +232,22 @@ def _machine() -> dict:
     }
 
 
+def _train_nll(run: Path, every: int = 500) -> dict[str, float]:
+    """The training loss (NLL per target token, without smoothing) of RUN's logged windows near
+    every EVERY updates and at the last: how a trial learned, a divergence seen at a glance."""
+    try:
+        lines = (run / "metrics.jsonl").read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return {}
+    logged = [r for r in map(json.loads, filter(None, lines)) if r.get("event") == "train"]
+    out: dict[str, float] = {}
+    for i, r in enumerate(logged):
+        last = i == len(logged) - 1
+        if last or (r["step"] - 1) // every != (logged[i + 1]["step"] - 1) // every:
+            out[str(r["step"])] = round(float(r["nll"]), 3)
+    return out
+
+
 def _record(args: argparse.Namespace, summary: dict) -> None:
     """Append the trial (validation figures only) to --trials-file."""
     valid = summary["valid"]
@@ -255,6 +271,11 @@ def _record(args: argparse.Namespace, summary: dict) -> None:
         "command": summary["command"],
         "protocol": summary["protocol"],
     }
+    if all("perplexity" in v for v in valid.values()):
+        record["valid_perplexity_by_averaged"] = {
+            n: round(v["perplexity"]["value"], 3) for n, v in valid.items()
+        }
+    record["train_nll"] = _train_nll(Path(args.run))
     if "curve" in summary:
         record["curve"] = summary["curve"]
     with Path(args.trials_file).open("a", encoding="utf-8") as f:

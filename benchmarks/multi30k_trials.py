@@ -2,6 +2,7 @@
 
     python benchmarks/multi30k_trials.py --multi30k-dir DIR             # run what is missing
     python benchmarks/multi30k_trials.py --plan                         # what is done, what next
+    python benchmarks/multi30k_trials.py --docs                         # docs/training.md's table
 
 Each stage varies one setting of the best recipe so far (the base) and keeps the value with the
 highest validation sacreBLEU (beam 4, alpha 0.6, the number of checkpoints averaged chosen on
@@ -153,6 +154,73 @@ def show(trials: dict[str, dict], minutes: float) -> Recipe | None:
     return chosen
 
 
+DOCS = ROOT / "docs" / "training.md"
+BEGIN = "<!-- trials: benchmarks/multi30k_trials.py --docs -->"
+END = "<!-- /trials -->"
+AVERAGES = ("1", "3", "5", "10")
+
+
+def markdown(trials: dict[str, dict], minutes: float) -> str:
+    """The search as docs/training.md shows it: every stage's trials, one row each, the kept
+    value in bold (its valid sacreBLEU with the averaging it chose), its last training loss (NLL
+    per target token, where recorded), what is still to run.
+
+    A stage's first row is its base, carried from the stage before (so a trial can show twice).
+    """
+    walked, chosen, missing = plan(trials, minutes)
+    head = "| stage | trial | steps | valid, last 1 | last 3 | last 5 | last 10 | figure "
+    head += "| train NLL |"
+    out = [head, "|---|---|---|---|---|---|---|---|---|"]
+    for stage, candidates in walked:
+        done = [r for r in candidates if trial_name(r, minutes) in trials]
+        kept = None
+        if len(done) == len(candidates) and stage != "seeds":
+            kept = max(
+                candidates,
+                key=lambda r: (score(trials[trial_name(r, minutes)]), -candidates.index(r)),
+            )
+        for r in candidates:
+            name = trial_name(r, minutes)
+            rec = trials.get(name)
+            if rec is None:
+                out.append(f"| {stage} | {name} | to run | | | | | | |")
+                continue
+            valid = rec["valid_sacrebleu_by_averaged"]
+            cells = [f"{valid[n]:.2f}" if n in valid else "" for n in AVERAGES]
+            figure = f"{score(rec):.2f} (last {rec['averaged_checkpoints']})"
+            figure = f"**{figure}**, kept" if r == kept else figure
+            nll = rec.get("train_nll", {})  # the last logged window (recorded since the BPE stage)
+            last = f"{nll[max(nll, key=int)]:.3f}" if nll else ""
+            row = [stage, name, f"{rec['steps']:,}", *cells, figure, last]
+            out.append("| " + " | ".join(row) + " |")
+    if chosen is not None:
+        leaders = [r for r in dict(walked)["seeds"] if r.seed == 1]
+        means = [
+            sum(score(trials[trial_name(dataclasses.replace(r, seed=s), minutes)]) for s in (1, 2))
+            / 2
+            for r in leaders
+        ]
+        pairs = "; ".join(
+            f"{r.shape}, {r.max_tokens} tokens, lr x{r.lr_scale:g}, warm-up {r.warmup}, "
+            f"{r.lr_decay}, dropout {r.dropout:g}, BPE {r.vocab_size}: {m:.2f}"
+            for r, m in zip(leaders, means, strict=True)
+        )
+        out.append(
+            f"\nMeans of the two seeds: {pairs}. Chosen on valid: "
+            f"`{' '.join(dataclasses.replace(chosen, seed=1).flags()[:-2])}`."
+        )
+    else:
+        out.append(f"\n{len(missing)} trial(s) of the next stage still to run; the search goes on.")
+    return "\n".join(out) + "\n"
+
+
+def write_docs(trials: dict[str, dict], minutes: float, doc: Path = DOCS) -> None:
+    """Replace docs/training.md's trials region with ``markdown(trials, minutes)``."""
+    text = doc.read_text(encoding="utf-8")
+    start, end = text.index(BEGIN), text.index(END) + len(END)
+    doc.write_text(f"{text[:start]}{BEGIN}\n{markdown(trials, minutes)}{END}{text[end:]}")
+
+
 def run_trial(recipe: Recipe, minutes: float, args: argparse.Namespace) -> int:
     """One trial: benchmarks/multi30k.py --no-test --record NAME (resumed if its run exists)."""
     name = trial_name(recipe, minutes)
@@ -178,6 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--minutes", type=float, default=20.0, help="each trial's budget (default 20)")
     ap.add_argument("--runs", default="runs/m30k-trials", help="where trials train")
     ap.add_argument("--plan", action="store_true", help="show the trials, run nothing")
+    ap.add_argument("--docs", action="store_true", help="write docs/training.md's trials table")
     ap.add_argument("--max-trials", type=int, default=0, help="stop after N trials (0: all)")
     ap.add_argument("--threads", type=int, default=0, help="intra-op threads (default: all)")
     ap.add_argument("--trials-file", default=str(TRIALS_FILE), help=argparse.SUPPRESS)
@@ -185,6 +254,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.minutes <= 0 or args.max_trials < 0:
         ap.error("--minutes must be positive and --max-trials >= 0")
     path = Path(args.trials_file)
+    if args.docs:
+        write_docs(read_trials(path), args.minutes)
+        print(f"{DOCS.relative_to(ROOT)}: the trials table written from {path.name}")
+        return 0
     ran = 0
     try:
         while True:

@@ -121,6 +121,8 @@ def test_multi30k_convergence_trial_is_recorded_and_resumes(tmp_path: Path) -> N
     assert a["command"].startswith("python benchmarks/multi30k.py --run")
     assert "--multi30k-dir DIR" in a["command"]  # no path of this machine in the record
     assert not list((tmp_path / "r").glob("evaluation-*.json"))  # test2016 never translated
+    assert set(a["valid_perplexity_by_averaged"]) == {"1", "2"}
+    assert all(v > 1 for v in a["valid_perplexity_by_averaged"].values())
     # The same name again is refused before anything runs.
     again = subprocess.run([*first, "--resume"], capture_output=True, text=True, timeout=60)
     assert again.returncode == 2
@@ -139,6 +141,16 @@ def test_multi30k_convergence_trial_is_recorded_and_resumes(tmp_path: Path) -> N
     assert "converged: no rise since step" in res.stdout
     summary = json.loads((tmp_path / "r" / "multi30k.json").read_text())
     assert [x["budget_steps"] for x in summary["budgets"]] == [4, 6]
+
+
+def test_a_trial_records_its_training_loss_every_500_updates(monkeypatch, tmp_path) -> None:
+    """The logged window at (or just before) each multiple of 500, and the last one."""
+    m30k = bench_module("multi30k", monkeypatch)
+    events = [{"event": "train", "step": s, "nll": 10.0 / s} for s in range(100, 1300, 100)]
+    events.insert(3, {"event": "checkpoint", "step": 400})
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    assert m30k._train_nll(tmp_path) == {"500": 0.02, "1000": 0.01, "1200": 0.008}
+    assert m30k._train_nll(tmp_path / "missing") == {}
 
 
 @pytest.mark.parametrize(

@@ -171,3 +171,39 @@ def test_the_committed_trials_file_reads() -> None:
     assert len(trials) >= 4
     walked, _, _ = mt.plan(trials, M)
     assert walked
+
+
+def test_the_docs_table_marks_what_each_stage_kept_and_what_is_to_run(tmp_path: Path) -> None:
+    trials: dict = {}
+    _, _, missing = mt.plan(trials, M)
+    for r in missing[:2]:  # the shape stage half done
+        trials[mt.trial_name(r, M)] = record(r)
+    table = mt.markdown(trials, M)
+    assert f"| shape | {mt.trial_name(missing[2], M)} | to run |" in table
+    trials[mt.trial_name(missing[0], M)]["train_nll"] = {"500": 4.0, "1000": 3.25}
+    assert " | 3.250 |" in mt.markdown(trials, M)  # the last logged training loss
+    assert "kept" not in table  # no stage decided yet
+    assert table.rstrip().endswith("1 trial(s) of the next stage still to run; the search goes on.")
+    fill(trials)
+    table = mt.markdown(trials, M)
+    rows = [line for line in table.splitlines() if line.startswith("| ")][1:]
+    kept = [line for line in rows if ", kept |" in line]
+    assert len(kept) == len(mt.STAGES)  # one value kept a stage; the seeds stage keeps none
+    small = mt.trial_name(mt.Recipe(shape="small"), M)
+    figures = "| 1,000 | 31.00 | 32.00 |  |  | **32.00 (last 3)**, kept |  |"
+    assert f"| shape | {small} {figures}" in rows
+    assert "Chosen on valid: `--shape small --max-tokens 2048" in table
+    assert "dropout 0.3, BPE 8000: 32.85" in table  # the leader's mean of seeds 1 and 2
+    doc = tmp_path / "training.md"
+    doc.write_text(f"before\n{mt.BEGIN}\nold\n{mt.END}\nafter\n")
+    mt.write_docs(trials, M, doc)
+    assert doc.read_text() == f"before\n{mt.BEGIN}\n{table}{mt.END}\nafter\n"
+
+
+def test_the_docs_table_is_the_committed_trials_file() -> None:
+    """docs/training.md shows every trial of the search as benchmarks/results records it."""
+    text = mt.DOCS.read_text(encoding="utf-8")
+    region = text[text.index(mt.BEGIN) + len(mt.BEGIN) + 1 : text.index(mt.END)]
+    assert region == mt.markdown(mt.read_trials(mt.TRIALS_FILE), M), (
+        "run: python benchmarks/multi30k_trials.py --docs"
+    )

@@ -608,6 +608,8 @@ def test_training_doc_tables_are_the_results_files() -> None:
     lines = doc.splitlines()
     for raw in (RESULTS / "multi30k-trials.jsonl").read_text(encoding="utf-8").splitlines():
         trial = json.loads(raw)
+        if "seed" in trial:  # the staged search's table: tests/test_multi30k_trials.py
+            continue
         row = next(line for line in lines if line.startswith(f"| {trial['name']} |"))
         cells = [c.strip() for c in row.strip("|").split("|")]
         valid = trial["valid_sacrebleu_by_averaged"]
