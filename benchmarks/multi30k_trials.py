@@ -3,6 +3,7 @@
     python benchmarks/multi30k_trials.py --multi30k-dir DIR             # run what is missing
     python benchmarks/multi30k_trials.py --plan                         # what is done, what next
     python benchmarks/multi30k_trials.py --docs                         # docs/training.md's table
+    python benchmarks/multi30k_trials.py --multi30k-dir DIR --finals    # then the final runs
 
 Each stage varies one setting of the best recipe so far (the base) and keeps the value with the
 highest validation sacreBLEU (beam 4, alpha 0.6, the number of checkpoints averaged chosen on
@@ -12,6 +13,11 @@ recipes with a second seed so the spread is measured. Every trial is one `benchm
 multi30k.py --no-test --record NAME` run of --minutes of training, appended to benchmarks/
 results/multi30k-trials.jsonl; a trial recorded there (by any session) is never run again, and
 one killed half-way resumes from its checkpoints. No trial translates a test set.
+
+`--finals`, once the search has chosen, runs the chosen recipe for 60 minutes with two seeds
+and once to convergence, each scoring test2016 once, and copies each summary to benchmarks/
+results/ (multi30k-final-60min-seed1.json, ...-seed2.json, multi30k-converged.json); a final
+recorded there is never run again, one interrupted resumes.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterable
@@ -240,6 +247,69 @@ def run_trial(recipe: Recipe, minutes: float, args: argparse.Namespace) -> int:
     return subprocess.call(cmd)
 
 
+RESULTS = ROOT / "benchmarks" / "results"
+FINAL_SEEDS = (1, 2)
+
+
+def finals(recipe: Recipe, minutes: float) -> list[tuple[str, list[str]]]:
+    """The final runs of the chosen recipe, each scoring test2016 once: (results file, flags).
+
+    Two seeds of --minutes of training, then one run to convergence: at least 8,000 updates and
+    on while valid sacreBLEU rose within the last 2,000. The converged run keeps Eq. (3) (rsqrt)
+    even where the search chose --lr-decay linear: a linear decay needs the end known in advance.
+    """
+    out = []
+    for seed in FINAL_SEEDS:
+        flags = dataclasses.replace(recipe, seed=seed).flags()
+        out.append(
+            (
+                f"multi30k-final-{minutes:g}min-seed{seed}.json",
+                ["--minutes", f"{minutes:g}", *flags],
+            )
+        )
+    converged = dataclasses.replace(recipe, lr_decay="rsqrt", seed=1).flags()
+    steps = [
+        "--steps",
+        "8000",
+        "--patience",
+        "2000",
+        "--check-every",
+        "1000",
+        "--save-every",
+        "100",
+    ]
+    out.append(("multi30k-converged.json", [*steps, *converged]))
+    return out
+
+
+def run_finals(recipe: Recipe, args: argparse.Namespace) -> int:
+    """Run (or resume) each final run whose results file is missing, then copy its summary
+    (RUN/multi30k.json: every figure, the machine, the command) to benchmarks/results/."""
+    for results, flags in finals(recipe, args.final_minutes):
+        target = Path(args.results) / results
+        if target.is_file():
+            print(f"final: {results} recorded before, kept", flush=True)
+            continue
+        run = Path(args.runs).parent / f"m30k-{Path(results).stem.removeprefix('multi30k-')}"
+        cmd = [sys.executable, str(ROOT / "benchmarks" / "multi30k.py"), "--run", str(run)]
+        cmd += ["--data", str(Path(args.runs) / f"data-bpe{recipe.vocab_size}"), *flags]
+        cmd += ["--average", "1", "3", "5", "10"]
+        if args.multi30k_dir:
+            cmd += ["--multi30k-dir", args.multi30k_dir]
+        if args.threads:
+            cmd += ["--threads", str(args.threads)]
+        if run.exists():
+            cmd += ["--resume"]
+        print(f"final: {results} from {run}", flush=True)
+        if subprocess.call(cmd) != 0:
+            print(f"multi30k_trials: the final run failed: {run}")
+            return 1
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(run / "multi30k.json", target)
+        print(f"final: {target} written", flush=True)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--multi30k-dir", default=None, help="local raw files (default: download)")
@@ -249,7 +319,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--docs", action="store_true", help="write docs/training.md's trials table")
     ap.add_argument("--max-trials", type=int, default=0, help="stop after N trials (0: all)")
     ap.add_argument("--threads", type=int, default=0, help="intra-op threads (default: all)")
+    ap.add_argument(
+        "--finals",
+        action="store_true",
+        help="after the search: the chosen recipe's final runs (test2016 scored once each)",
+    )
+    ap.add_argument(
+        "--final-minutes", type=float, default=60.0, help="the finals' budget (default 60)"
+    )
     ap.add_argument("--trials-file", default=str(TRIALS_FILE), help=argparse.SUPPRESS)
+    ap.add_argument("--results", default=str(RESULTS), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.minutes <= 0 or args.max_trials < 0:
         ap.error("--minutes must be positive and --max-trials >= 0")
@@ -258,6 +337,16 @@ def main(argv: list[str] | None = None) -> int:
         write_docs(read_trials(path), args.minutes)
         print(f"{DOCS.relative_to(ROOT)}: the trials table written from {path.name}")
         return 0
+    if args.finals:
+        _, chosen, missing = plan(read_trials(path), args.minutes)
+        if chosen is None:
+            print(f"multi30k_trials: the search is not finished ({len(missing)} trial(s) to run)")
+            return 2
+        try:
+            return run_finals(chosen, args)
+        except KeyboardInterrupt:
+            print("multi30k_trials: interrupted; run it again with --finals to go on")
+            return 130
     ran = 0
     try:
         while True:

@@ -207,3 +207,61 @@ def test_the_docs_table_is_the_committed_trials_file() -> None:
     assert region == mt.markdown(mt.read_trials(mt.TRIALS_FILE), M), (
         "run: python benchmarks/multi30k_trials.py --docs"
     )
+
+
+def test_the_finals_wait_for_the_search_then_run_once_each_and_resume(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, results = tmp_path / "trials.jsonl", tmp_path / "results"
+    common = ["--trials-file", str(path), "--results", str(results), "--runs", str(tmp_path / "t")]
+    calls: list[list[str]] = []
+
+    def call(cmd: list[str]) -> int:  # what benchmarks/multi30k.py does: RUN/multi30k.json
+        calls.append(cmd)
+        run = Path(cmd[cmd.index("--run") + 1])
+        run.mkdir(parents=True, exist_ok=True)
+        (run / "multi30k.json").write_text(json.dumps({"flags": cmd}))
+        return 0
+
+    monkeypatch.setattr(mt.subprocess, "call", call)
+    assert mt.main([*common, "--finals"]) == 2  # no search yet: nothing runs
+    assert "the search is not finished" in capsys.readouterr().out
+    assert calls == []
+    trials: dict = {}
+    fill(
+        trials,
+        value=lambda r: (
+            fake(dataclasses.replace(r, lr_decay="rsqrt")) + 0.2 * (r.lr_decay == "linear")
+        ),
+    )
+    path.write_text("".join(json.dumps(t) + "\n" for t in trials.values()))
+    assert mt.main([*common, "--finals"]) == 0
+    names = sorted(p.name for p in results.iterdir())
+    assert names == [
+        "multi30k-converged.json",
+        "multi30k-final-60min-seed1.json",
+        "multi30k-final-60min-seed2.json",
+    ]
+    seeds = [c[c.index("--seed") + 1] for c in calls]
+    assert seeds == ["1", "2", "1"]
+    assert all("--no-test" not in c and "--record" not in c for c in calls)  # test scored once
+    assert [c[c.index("--lr-decay") + 1] for c in calls] == ["linear", "linear", "rsqrt"]
+    converged = calls[2]
+    assert converged[converged.index("--steps") + 1 :][:4] == [
+        "8000",
+        "--patience",
+        "2000",
+        "--check-every",
+    ]
+    assert calls[0][calls[0].index("--minutes") + 1] == "60"
+    # Run again: every final is recorded, nothing runs; a final lost half-way resumes.
+    assert mt.main([*common, "--finals"]) == 0
+    assert len(calls) == 3
+    (results / "multi30k-converged.json").unlink()
+    assert mt.main([*common, "--finals"]) == 0
+    assert len(calls) == 4 and "--resume" in calls[-1]
+    monkeypatch.setattr(mt.subprocess, "call", lambda cmd: 1)
+    (results / "multi30k-converged.json").unlink()
+    assert mt.main([*common, "--finals"]) == 1
+    assert "the final run failed" in capsys.readouterr().out
+    assert not (results / "multi30k-converged.json").exists()
