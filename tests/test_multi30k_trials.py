@@ -259,7 +259,8 @@ def test_the_finals_wait_for_the_search_then_run_once_each_and_resume(
     assert len(calls) == 3
     (results / "multi30k-converged.json").unlink()
     assert mt.main([*common, "--finals"]) == 0
-    assert len(calls) == 4 and "--resume" in calls[-1]
+    assert len(calls) == 4
+    assert "--resume" in calls[-1]
     monkeypatch.setattr(mt.subprocess, "call", lambda cmd: 1)
     (results / "multi30k-converged.json").unlink()
     assert mt.main([*common, "--finals"]) == 1
