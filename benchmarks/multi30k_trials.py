@@ -162,6 +162,9 @@ def show(trials: dict[str, dict], minutes: float) -> Recipe | None:
 
 
 DOCS = ROOT / "docs" / "training.md"
+RESULTS = ROOT / "benchmarks" / "results"
+FINAL_SEEDS = (1, 2)
+FINAL_MINUTES = 60.0
 BEGIN = "<!-- trials: benchmarks/multi30k_trials.py --docs -->"
 END = "<!-- /trials -->"
 AVERAGES = ("1", "3", "5", "10")
@@ -221,11 +224,77 @@ def markdown(trials: dict[str, dict], minutes: float) -> str:
     return "\n".join(out) + "\n"
 
 
-def write_docs(trials: dict[str, dict], minutes: float, doc: Path = DOCS) -> None:
-    """Replace docs/training.md's trials region with ``markdown(trials, minutes)``."""
-    text = doc.read_text(encoding="utf-8")
-    start, end = text.index(BEGIN), text.index(END) + len(END)
-    doc.write_text(f"{text[:start]}{BEGIN}\n{markdown(trials, minutes)}{END}{text[end:]}")
+FINALS_BEGIN = "<!-- finals: benchmarks/multi30k_trials.py --docs -->"
+FINALS_END = "<!-- /finals -->"
+
+
+def finals_markdown(recipe: Recipe | None, minutes: float, results: Path = RESULTS) -> str:
+    """The final runs as docs/training.md shows them, read from their results files: each run's
+    steps and minutes, its valid sacreBLEU by the number averaged (the one chosen in bold), and
+    its single test2016 score in both flavours, cased sacreBLEU 13a and Moses-tokenized
+    lowercased BLEU, with the signatures, the Moses tokenizer stated exactly and the machine."""
+    if recipe is None:
+        return "The search has not chosen yet: no final run.\n"
+    head = "| final run | steps | training minutes | valid sacreBLEU by last N averaged "
+    head += "| test2016 sacreBLEU (cased, 13a) | lowercased (13a) | Moses-tokenized, lowercased "
+    head += "| chrF2 | matmul peak (GFLOP/s) |"
+    out = [head, "|---|---|---|---|---|---|---|---|---|"]
+    notes: dict[str, str] = {}
+    for name, _ in finals(recipe, minutes):
+        label = name.removeprefix("multi30k-").removesuffix(".json")
+        path = results / name
+        if not path.is_file():
+            out.append(f"| {label} | to run | | | | | | | |")
+            continue
+        rec = json.loads(path.read_text(encoding="utf-8"))
+        chosen = str(rec["averaged_checkpoints"])
+        valid = ", ".join(
+            (
+                f"**{n}: {v['sacrebleu']['score']:.2f}**"
+                if n == chosen
+                else f"{n}: {v['sacrebleu']['score']:.2f}"
+            )
+            for n, v in sorted(rec["valid"].items(), key=lambda kv: int(kv[0]))
+        )
+        moses = rec.get("moses_bleu")
+        row = [
+            f"`{name}`",
+            f"{rec['steps']:,}",
+            f"{rec['training_minutes']:.1f}",
+            valid,
+            f"**{rec['sacrebleu']['score']:.2f}**",
+            f"{rec['lowercase_bleu']['score']:.2f}",
+            f"**{moses['score']:.2f}**" if moses else "not measured",
+            f"{rec['chrf']['score']:.2f}",
+            f"{rec['machine']['matmul_peak_gflops']:g}",
+        ]
+        out.append("| " + " | ".join(row) + " |")
+        notes["cased"] = rec["sacrebleu"]["signature"]
+        notes["lowercased"] = rec["lowercase_bleu"]["signature"]
+        if moses:
+            notes["Moses"] = moses["tokenizer"] + f" (target language {moses['lang']})"
+    if notes:
+        out.append("")
+        out.append("; ".join(f"{k}: `{v}`" for k, v in notes.items()) + ".")
+    return "\n".join(out) + "\n"
+
+
+def _replace(text: str, begin: str, end: str, body: str) -> str:
+    start, stop = text.index(begin), text.index(end) + len(end)
+    return f"{text[:start]}{begin}\n{body}{end}{text[stop:]}"
+
+
+def write_docs(
+    trials: dict[str, dict], minutes: float, doc: Path = DOCS, results: Path = RESULTS
+) -> None:
+    """Replace docs/training.md's trials region with ``markdown(trials, minutes)`` and its finals
+    region with ``finals_markdown`` of the recipe chosen (the finals run --final-minutes 60)."""
+    text = _replace(doc.read_text(encoding="utf-8"), BEGIN, END, markdown(trials, minutes))
+    if FINALS_BEGIN in text:
+        _, chosen, _ = plan(trials, minutes)
+        body = finals_markdown(chosen, FINAL_MINUTES, results)
+        text = _replace(text, FINALS_BEGIN, FINALS_END, body)
+    doc.write_text(text, encoding="utf-8")
 
 
 def run_trial(recipe: Recipe, minutes: float, args: argparse.Namespace) -> int:
@@ -245,10 +314,6 @@ def run_trial(recipe: Recipe, minutes: float, args: argparse.Namespace) -> int:
         cmd += ["--resume"]
     print(f"trial: {name}", flush=True)
     return subprocess.call(cmd)
-
-
-RESULTS = ROOT / "benchmarks" / "results"
-FINAL_SEEDS = (1, 2)
 
 
 def finals(recipe: Recipe, minutes: float) -> list[tuple[str, list[str]]]:
@@ -325,7 +390,10 @@ def main(argv: list[str] | None = None) -> int:
         help="after the search: the chosen recipe's final runs (test2016 scored once each)",
     )
     ap.add_argument(
-        "--final-minutes", type=float, default=60.0, help="the finals' budget (default 60)"
+        "--final-minutes",
+        type=float,
+        default=FINAL_MINUTES,
+        help="the finals' budget (default 60)",
     )
     ap.add_argument("--trials-file", default=str(TRIALS_FILE), help=argparse.SUPPRESS)
     ap.add_argument("--results", default=str(RESULTS), help=argparse.SUPPRESS)
@@ -334,7 +402,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--minutes must be positive and --max-trials >= 0")
     path = Path(args.trials_file)
     if args.docs:
-        write_docs(read_trials(path), args.minutes)
+        write_docs(read_trials(path), args.minutes, results=Path(args.results))
         print(f"{DOCS.relative_to(ROOT)}: the trials table written from {path.name}")
         return 0
     if args.finals:

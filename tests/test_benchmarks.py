@@ -159,7 +159,7 @@ def test_a_trial_records_its_training_loss_every_500_updates(monkeypatch, tmp_pa
         (["--patience", "100"], "--patience goes with --steps"),
         (["--minutes", "5", "--steps", "100"], "not allowed with argument"),
         (["--steps", "100", "--record", "x"], "--record is for trials: add --no-test"),
-        (["--steps", "300", "--lr-decay", "linear"], "must exceed --warmup 400"),
+        (["--steps", "300", "--lr-decay", "linear"], "must exceed --warmup 800"),
         (["--steps", "900", "--patience", "9", "--lr-decay", "linear"], "would train past it"),
         (["--steps", "9000", "--patience", "9", "--max-updates", "10"], "is below the last"),
         (["--average", "20", "--keep", "10"], "needs --keep of at least that"),

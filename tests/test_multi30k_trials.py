@@ -11,6 +11,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
+import multi30k  # noqa: E402
 import multi30k_trials as mt  # noqa: E402
 
 M = 20.0
@@ -207,6 +208,54 @@ def test_the_docs_table_is_the_committed_trials_file() -> None:
     assert region == mt.markdown(mt.read_trials(mt.TRIALS_FILE), M), (
         "run: python benchmarks/multi30k_trials.py --docs"
     )
+    finals = text[
+        text.index(mt.FINALS_BEGIN) + len(mt.FINALS_BEGIN) + 1 : text.index(mt.FINALS_END)
+    ]
+    _, chosen, _ = mt.plan(mt.read_trials(mt.TRIALS_FILE), M)
+    assert finals == mt.finals_markdown(chosen, mt.FINAL_MINUTES), (
+        "run: python benchmarks/multi30k_trials.py --docs"
+    )
+
+
+def test_the_finals_table_reads_each_results_file(tmp_path: Path) -> None:
+    """Each final's one test score in both flavours, its valid choice in bold; the rest to run."""
+    assert "not chosen" in mt.finals_markdown(None, 60.0, tmp_path)
+    sig = "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0"
+    valid = {n: {"sacrebleu": {"score": v}} for n, v in (("1", 35.0), ("10", 37.25), ("3", 36.5))}
+    summary = {
+        "steps": 10123,
+        "training_minutes": 59.98,
+        "valid": valid,
+        "averaged_checkpoints": 10,
+        "sacrebleu": {"score": 39.456, "signature": sig},
+        "lowercase_bleu": {"score": 40.01, "signature": sig.replace("mixed", "lc")},
+        "moses_bleu": {"score": 41.5, "tokenizer": "sacremoses 0.1.1: ...", "lang": "de"},
+        "chrf": {"score": 63.2},
+        "machine": {"matmul_peak_gflops": 197.7},
+    }
+    (tmp_path / "multi30k-final-60min-seed2.json").write_text(json.dumps(summary))
+    table = mt.finals_markdown(mt.Recipe(shape="small"), 60.0, tmp_path)
+    rows = table.splitlines()
+    assert rows[2] == "| final-60min-seed1 | to run | | | | | | | |"
+    assert rows[3] == (
+        "| `multi30k-final-60min-seed2.json` | 10,123 | 60.0 | 1: 35.00, 3: 36.50, **10: 37.25** "
+        "| **39.46** | 40.01 | **41.50** | 63.20 | 197.7 |"
+    )
+    assert rows[4] == "| converged | to run | | | | | | | |"
+    assert f"cased: `{sig}`" in table
+    assert "Moses: `sacremoses 0.1.1: ... (target language de)`" in table
+    del summary["moses_bleu"]
+    (tmp_path / "multi30k-converged.json").write_text(json.dumps(summary))
+    assert "| 40.01 | not measured |" in mt.finals_markdown(mt.Recipe(), 60.0, tmp_path)
+
+
+def test_the_benchmarks_defaults_are_the_recipe_the_search_chose() -> None:
+    """benchmarks/multi30k.py without flags trains what the committed trials chose on valid."""
+    _, chosen, missing = mt.plan(mt.read_trials(mt.TRIALS_FILE), M)
+    assert chosen is not None, f"the search is not finished: {len(missing)} trial(s) to run"
+    defaults = multi30k._parser().parse_args([])
+    for field in dataclasses.fields(mt.Recipe):
+        assert getattr(defaults, field.name) == getattr(chosen, field.name), field.name
 
 
 def test_the_finals_wait_for_the_search_then_run_once_each_and_resume(
