@@ -217,8 +217,21 @@ def _processor() -> str:
 
 
 def _command(args: argparse.Namespace) -> str:
-    """The command line as anyone can rerun it: the local Multi30k copy is DIR."""
-    words = [x if x != args.multi30k_dir else "DIR" for x in sys.argv[1:]]
+    """The command line as anyone can rerun it: the local Multi30k copy is DIR, a path inside
+    the project is relative to it, and any other absolute --run or --data is RUN or DATA (no
+    path of the machine that ran it is recorded)."""
+    names = {args.multi30k_dir: "DIR"}
+    for value, name in ((args.run, "RUN"), (args.data, "DATA")):
+        if value and Path(value).is_absolute():
+            names[value] = name
+
+    def shown(word: str) -> str:
+        path = Path(word)
+        if path.is_absolute() and path.is_relative_to(ROOT):
+            return str(path.relative_to(ROOT))
+        return names.get(word, word)
+
+    words = [shown(x) for x in sys.argv[1:]]
     return " ".join(["python", "benchmarks/multi30k.py", *words])
 
 

@@ -232,7 +232,8 @@ def finals_markdown(recipe: Recipe | None, minutes: float, results: Path = RESUL
     """The final runs as docs/training.md shows them, read from their results files: each run's
     steps and minutes, its valid sacreBLEU by the number averaged (the one chosen in bold), and
     its single test2016 score in both flavours, cased sacreBLEU 13a and Moses-tokenized
-    lowercased BLEU, with the signatures, the Moses tokenizer stated exactly and the machine."""
+    lowercased BLEU, with the signatures, the Moses tokenizer stated exactly and the machine;
+    then the converged run's validation curve, the checks that decided where it stopped."""
     if recipe is None:
         return "The search has not chosen yet: no final run.\n"
     head = "| final run | steps | training minutes | valid sacreBLEU by last N averaged "
@@ -240,6 +241,7 @@ def finals_markdown(recipe: Recipe | None, minutes: float, results: Path = RESUL
     head += "| chrF2 | matmul peak (GFLOP/s) |"
     out = [head, "|---|---|---|---|---|---|---|---|---|"]
     notes: dict[str, str] = {}
+    curves: dict[str, list[dict]] = {}
     for name, _ in finals(recipe, minutes):
         label = name.removeprefix("multi30k-").removesuffix(".json")
         path = results / name
@@ -269,6 +271,8 @@ def finals_markdown(recipe: Recipe | None, minutes: float, results: Path = RESUL
             f"{rec['machine']['matmul_peak_gflops']:g}",
         ]
         out.append("| " + " | ".join(row) + " |")
+        if "curve" in rec:
+            curves[f"`{name}`"] = rec["curve"]
         notes["cased"] = rec["sacrebleu"]["signature"]
         notes["lowercased"] = rec["lowercase_bleu"]["signature"]
         if moses:
@@ -276,6 +280,21 @@ def finals_markdown(recipe: Recipe | None, minutes: float, results: Path = RESUL
     if notes:
         out.append("")
         out.append("; ".join(f"{k}: `{v}`" for k, v in notes.items()) + ".")
+    for name, curve in curves.items():
+        best = max(curve, key=lambda c: (c["valid_sacrebleu"], -c["step"]))
+        points = ", ".join(
+            (
+                f"**{c['step']:,}: {c['valid_sacrebleu']:.2f}**"
+                if c is best
+                else f"{c['step']:,}: {c['valid_sacrebleu']:.2f}"
+            )
+            for c in curve
+        )
+        out.append("")
+        out.append(
+            f"{name}, valid sacreBLEU of the latest checkpoint alone at each check (update: "
+            f"BLEU; the best in bold): {points}."
+        )
     return "\n".join(out) + "\n"
 
 

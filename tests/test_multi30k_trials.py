@@ -245,8 +245,21 @@ def test_the_finals_table_reads_each_results_file(tmp_path: Path) -> None:
     assert f"cased: `{sig}`" in table
     assert "Moses: `sacremoses 0.1.1: ... (target language de)`" in table
     del summary["moses_bleu"]
+    summary["curve"] = [
+        {"step": 8000, "valid_sacrebleu": 37.5},
+        {"step": 9000, "valid_sacrebleu": 38.25},
+        {"step": 10000, "valid_sacrebleu": 38.25},
+        {"step": 11000, "valid_sacrebleu": 38.0},
+    ]
     (tmp_path / "multi30k-converged.json").write_text(json.dumps(summary))
-    assert "| 40.01 | not measured |" in mt.finals_markdown(mt.Recipe(), 60.0, tmp_path)
+    table = mt.finals_markdown(mt.Recipe(), 60.0, tmp_path)
+    assert "| 40.01 | not measured |" in table
+    # the converged run's checks, the earliest of the tied best in bold (where patience counts)
+    assert table.rstrip().endswith(
+        "`multi30k-converged.json`, valid sacreBLEU of the latest checkpoint alone at each check "
+        "(update: BLEU; the best in bold): 8,000: 37.50, **9,000: 38.25**, 10,000: 38.25, "
+        "11,000: 38.00."
+    )
 
 
 def test_the_benchmarks_defaults_are_the_recipe_the_search_chose() -> None:
@@ -315,3 +328,34 @@ def test_the_finals_wait_for_the_search_then_run_once_each_and_resume(
     assert mt.main([*common, "--finals"]) == 1
     assert "the final run failed" in capsys.readouterr().out
     assert not (results / "multi30k-converged.json").exists()
+
+
+def test_the_recorded_command_holds_no_path_of_the_machine(monkeypatch, tmp_path: Path) -> None:
+    """Results files are committed: the local Multi30k copy is DIR, a project file is relative
+    to the project, another absolute run or data directory is RUN or DATA."""
+    argv = ["--run", str(tmp_path / "run"), "--data", str(tmp_path / "data"), "--minutes", "60"]
+    argv += ["--multi30k-dir", "/somewhere/multi30k"]
+    argv += ["--trials-file", str(ROOT / "benchmarks" / "results" / "t.jsonl")]
+    monkeypatch.setattr(sys, "argv", ["multi30k.py", *argv])
+    args = multi30k._parser().parse_args(argv)
+    assert multi30k._command(args) == (
+        "python benchmarks/multi30k.py --run RUN --data DATA --minutes 60 --multi30k-dir DIR "
+        "--trials-file benchmarks/results/t.jsonl"
+    )
+    relative = ["--run", "runs/m30k", "--minutes", "60"]
+    monkeypatch.setattr(sys, "argv", ["multi30k.py", *relative])
+    args = multi30k._parser().parse_args(relative)
+    assert multi30k._command(args) == "python benchmarks/multi30k.py --run runs/m30k --minutes 60"
+
+
+def test_no_committed_results_file_names_a_path_of_this_machine() -> None:
+    """Every committed results file names paths relative to the project, or placeholders."""
+    import re
+
+    machine_path = re.compile(r"(?<![\w.])/(?:home|root|work|tmp|Users|mnt|opt)/")
+    found = []
+    for p in (ROOT / "benchmarks" / "results").rglob("*"):
+        text = p.read_text(encoding="utf-8", errors="replace") if p.is_file() else ""
+        if str(ROOT) in text or machine_path.search(text):
+            found.append(str(p.relative_to(ROOT)))
+    assert found == []
