@@ -84,7 +84,10 @@ def assert_same(reference, other, tol: float = SCORE_TOL) -> None:
     """Every n-best list token-identical, scores and log-probabilities within tol."""
     differ = [i for i, (a, b) in enumerate(zip(reference, other, strict=True)) if
               [h.tokens for h in a] != [h.tokens for h in b]]  # fmt: skip
-    assert not differ, f"{len(differ)} of {len(reference)} translations differ, first {differ[0]}"
+    assert not differ, (
+        f"{len(differ)} of {len(reference)} translations differ, first {differ[0]}: "
+        f"{reference[differ[0]]} against {other[differ[0]]}"
+    )
     for a, b in zip(reference, other, strict=True):
         for x, y in zip(a, b, strict=True):
             assert abs(x.score - y.score) <= tol

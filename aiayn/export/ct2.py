@@ -263,23 +263,17 @@ class CTranslate2Translator(EngineTranslator):
         src = [self.tokens(s) for s in batch]
         if limit <= 1:  # only EOS may follow BOS: score it
             return [[h] for h in self._complete(src, [[] for _ in src])]
-        out = self._translate(src, limit)
+        # Beam search asks for all K hypotheses and _finish ranks them: one cut at the limit is
+        # ranked by CTranslate2 without its EOS (over one token fewer), but aiayn ranks it with
+        # the forced EOS, which can lift it above a hypothesis that finished earlier.
+        num = self.config.beam if self.config.beam > 1 else self.config.nbest
+        out = self._translate(src, limit, num=num)
         banned = {self.vocab[PAD], self.vocab[BOS]}
         if any(banned & set(t) for r in out for t in r.hypotheses):
             # aiayn never produces PAD or BOS: search again with them suppressed (CTranslate2
             # then renormalises over the other tokens, so scores rise by -log(1 - P(banned))).
             suppress = [[t] for t in sorted(banned)]
-            out = self._translate(src, limit, suppress=suppress)
-        else:
-            suppress = None
-        eos = SPECIAL_TOKENS[EOS]
-        cut = [i for i, r in enumerate(out) if any(t[-1:] != [eos] for t in r.hypotheses)]
-        if cut and self.config.beam > 1:
-            # Hypotheses cut at the limit: aiayn ranks every live one with its forced EOS, so
-            # ask for all K of them and let _finish rank them with EOS appended.
-            again = self._translate([src[i] for i in cut], limit, suppress, self.config.beam)
-            for i, r in zip(cut, again, strict=True):
-                out[i] = r
+            out = self._translate(src, limit, suppress=suppress, num=num)
         return self._finish(src, out)
 
     def _translate(
