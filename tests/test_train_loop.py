@@ -280,7 +280,7 @@ def test_tiny_preset_learns_the_copy_task(tmp_path: Path) -> None:
         InMemorySplit(synthetic_pairs("copy", 200, vocab, 1, 5, seed=1)),  # held out
     )
     cfg = TrainConfig(
-        max_steps=300,
+        max_steps=500,  # 300 reached 99.8% on one CPU (AVX-512 numerics), 100% on another
         warmup=100,
         lr_scale=0.4,
         max_tokens=800,
