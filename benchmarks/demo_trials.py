@@ -5,12 +5,14 @@
     python benchmarks/demo_trials.py --name m30k-bpe4000 --corpus multi30k ... --test  # once
 
 A trial is the demo's flow with the settings given: prepare (the demo's packaged subset, or
-Multi30k), train `tiny` for --steps steps (steps decide, so a loaded machine trains the same
-model, only slower), average the last --average checkpoints, translate the VALIDATION split
-with beam 4 and alpha 0.6 and score it. The protocol (docs/demo.md): every setting is chosen
-by validation BLEU; the test split is translated once, with --test, for the chosen recipe only.
-Appends one JSON line per trial to --results (default benchmarks/results/demo-trials.jsonl),
-with the settings, the machine, the training time and the scores.
+Multi30k), train `tiny` (or another `--shape` of benchmarks/multi30k.py) for --steps steps
+(steps decide, so a loaded machine trains the same model, only slower), average the last
+--average checkpoints, translate the VALIDATION split with beam 4 and alpha 0.6 and score it.
+The
+protocol (docs/demo.md): every setting is chosen by validation BLEU; the test split is
+translated once, with --test, for the chosen recipe only. Appends one JSON line per trial to
+--results (default benchmarks/results/demo-trials.jsonl), with the settings, the machine, the
+training time and the scores.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ import platform
 import sys
 import time
 from pathlib import Path
+
+from multi30k import SHAPES  # benchmarks/multi30k.py: the shapes its recipe search trialled
 
 from aiayn.cli import main as aiayn
 from aiayn.cli.demo import DEMO_AVERAGE, DEMO_STEPS, DEMO_VOCAB, DEMO_WARMUP
@@ -63,6 +67,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--data", default=None, help="prepared data (default ROOT/data-CORPUS-bpeV)")
     ap.add_argument("--vocab-size", type=int, default=DEMO_VOCAB)
+    ap.add_argument(
+        "--shape",
+        choices=SHAPES,
+        default="tiny",
+        help="the model, as benchmarks/multi30k.py names it (default tiny, the demo's preset)",
+    )
     ap.add_argument("--steps", type=int, default=DEMO_STEPS)
     ap.add_argument("--dropout", type=float, default=0.0)
     ap.add_argument("--warmup", type=int, default=DEMO_WARMUP)
@@ -83,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     data = Path(args.data) if args.data else root / f"data-{args.corpus}-bpe{args.vocab_size}"
     run = Path(args.run) if args.run else root / args.name
     _prepare(args, data)
-    settings = ["--preset", "tiny", "--dropout", str(args.dropout), "--warmup", str(args.warmup)]
+    settings = [*SHAPES[args.shape], "--dropout", str(args.dropout), "--warmup", str(args.warmup)]
     settings += ["--lr-scale", str(args.lr_scale), "--max-tokens", str(args.max_tokens)]
     start = time.monotonic()
     trained = not (run / "checkpoints").is_dir()  # else: an earlier trial's or the demo's run

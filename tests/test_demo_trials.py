@@ -1,7 +1,7 @@
 """benchmarks/demo_trials.py scores a run that exists (the demo's) on validation, not test.
 
 Behaviour only: a tiny run of two checkpoints (tests/bad_inputs.py's world) is averaged and
-scored; no training happens and nothing is timed.
+scored; a few steps of training show what --shape trains; nothing is timed.
 """
 
 import json
@@ -38,3 +38,26 @@ def test_a_trained_run_is_scored_on_validation_and_test_only_on_request(tmp_path
     records = [json.loads(line) for line in results.read_text().splitlines()]
     assert len(records) == 2
     assert "test" in records[1]
+
+
+@pytest.mark.slow
+def test_shape_trains_that_model_and_records_its_flags(tmp_path: Path) -> None:
+    """--shape small trains benchmarks/multi30k.py's `small` (d_model 128, 4 + 4 layers)."""
+    world = build_world(tmp_path / "world")
+    results, run = tmp_path / "trials.jsonl", tmp_path / "small"
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "demo_trials.py"), "--name", "small"]
+    cmd += ["--run", str(run), "--data", world["data"], "--shape", "small", "--steps", "200"]
+    cmd += ["--average", "2", "--warmup", "50", "--results", str(results)]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    (record,) = [json.loads(line) for line in results.read_text().splitlines()]
+    flags = record["train_flags"]
+    assert flags[flags.index("--d-model") + 1] == "128"
+    assert flags[flags.index("--n-layers") + 1] == "4"
+    config = json.loads((run / "config.json").read_text(encoding="utf-8"))
+    assert config["model"]["d_model"] == 128
+    assert config["model"]["n_layers"] == 4
+    assert record["training_wall_minutes"] is not None  # trained, not only scored
+    bad = subprocess.run([*cmd, "--shape", "huge"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2
+    assert "invalid choice: 'huge'" in bad.stderr

@@ -594,10 +594,22 @@ def test_multi30k_figures_are_the_results_files(md: Path) -> None:
         assert f"{r['steps']:,}" in row
         assert f"{r['chrf']['score']:.1f}" in row
         assert f"{r['machine']['matmul_peak_gflops']:.0f} GFLOP/s" in row
+    converged = json.loads((RESULTS / "multi30k-converged.json").read_text(encoding="utf-8"))
+    row = _results_row(md, "multi30k-converged.json")
+    assert f"**{converged['sacrebleu']['score']:.1f}**" in row
+    assert f"**{converged['moses_bleu']['score']:.1f}**" in row
+    assert f"{converged['steps']:,}" in row
+    assert f"{converged['training_minutes']:.0f}" in row
+    assert f"{converged['chrf']['score']:.1f}" in row
+    assert f"{converged['machine']['matmul_peak_gflops']:.0f} GFLOP/s" in row
+    assert str(converged["averaged_checkpoints"]) in row
+    best = max(converged["curve"], key=lambda c: (c["valid_sacrebleu"], -c["step"]))
+    assert f"{best['step']:,}" in row
     # the first screen's bullet quotes the same runs: cased for both seeds, then Moses
     text = md.read_text(encoding="utf-8")
     bullet = text[text.index("- **Multi30k") :].split("\n\n", 1)[0]
     figures = [f"{r[k]['score']:.1f}" for k in ("sacrebleu", "moses_bleu") for r in finals]
+    figures += [f"{converged[k]['score']:.1f}" for k in ("sacrebleu", "moses_bleu")]
     positions = [bullet.find(f) for f in figures]
     assert -1 not in positions, (figures, bullet)
     assert positions == sorted(positions), (figures, bullet)
