@@ -167,7 +167,12 @@ def _train_to(run: Path, data: Path, args: argparse.Namespace, budget: float) ->
     resumed = _meta(run)["step"] > 0
     train += ["--resume"] if resumed else [*_train_flags(args), "--keep-last", str(args.keep)]
     # --valid-every 0: the benchmark's own scoring is the validation (one decode per budget)
-    return aiayn([*train, "--valid-every", "0", "--no-progress"]) == 0
+    if aiayn([*train, "--valid-every", "0", "--no-progress"]) != 0:
+        return False
+    if not args.minutes and _meta(run)["step"] < budget:  # SIGINT/SIGTERM: saved, then stopped
+        print(f"multi30k: training stopped before update {budget:,.0f}; --resume goes on")
+        return False
+    return True
 
 
 def _converge(run: Path, data: Path, args: argparse.Namespace) -> bool:

@@ -359,3 +359,30 @@ def test_no_committed_results_file_names_a_path_of_this_machine() -> None:
         if str(ROOT) in text or machine_path.search(text):
             found.append(str(p.relative_to(ROOT)))
     assert found == []
+
+
+def test_a_training_stopped_before_its_budget_stops_the_benchmark(monkeypatch, capsys) -> None:
+    """A SIGTERM saves and ends `aiayn train` with status 0: the benchmark must not score that
+    checkpoint as if the budget were reached (a convergence check off its grid), but stop."""
+    step = {"now": 13192}
+    monkeypatch.setattr(multi30k, "aiayn", lambda argv: 0)
+    monkeypatch.setattr(multi30k, "_meta", lambda run: {"step": step["now"], "elapsed_s": 60.0})
+    args = multi30k._parser().parse_args(["--steps", "8000", "--patience", "2000"])
+    assert multi30k._train_to(Path("r"), Path("d"), args, 14000.0) is False
+    assert "training stopped before update 14,000; --resume goes on" in capsys.readouterr().out
+    step["now"] = 14000
+    assert multi30k._train_to(Path("r"), Path("d"), args, 14000.0) is True
+
+
+def test_the_unfinished_dropout_trial_is_quoted_as_its_file() -> None:
+    """docs/training.md quotes every check of the unfinished dropout 0.2 trial as recorded."""
+    path = ROOT / "benchmarks" / "results" / "multi30k-converged-dropout0.2-partial.json"
+    record = json.loads(path.read_text(encoding="utf-8"))
+    doc = (ROOT / "docs" / "training.md").read_text(encoding="utf-8")
+    start = doc.index("**Dropout 0.2 to convergence, begun**")
+    text = " ".join(doc[start : doc.index("\n\n", start)].split())
+    assert path.name in text
+    positions = [text.find(f"{c['valid_sacrebleu']:.2f}") for c in record["curve"]]
+    assert -1 not in positions
+    assert positions == sorted(positions)
+    assert f"{record['curve'][-1]['step']:,}" in text
