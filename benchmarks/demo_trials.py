@@ -8,8 +8,7 @@ A trial is the demo's flow with the settings given: prepare (the demo's packaged
 Multi30k), train `tiny` (or another `--shape` of benchmarks/multi30k.py) for --steps steps
 (steps decide, so a loaded machine trains the same model, only slower), average the last
 --average checkpoints, translate the VALIDATION split with beam 4 and alpha 0.6 and score it.
-The
-protocol (docs/demo.md): every setting is chosen by validation BLEU; the test split is
+The protocol (docs/demo.md): every setting is chosen by validation BLEU; the test split is
 translated once, with --test, for the chosen recipe only. Appends one JSON line per trial to
 --results (default benchmarks/results/demo-trials.jsonl), with the settings, the machine, the
 training time and the scores.

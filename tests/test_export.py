@@ -130,6 +130,24 @@ def test_ctranslate2_equals_aiayn(name, trained, sources, ct2_dir) -> None:
 
 
 @pytest.mark.slow
+def test_ctranslate2_beam_asks_for_all_k_hypotheses(trained, sources, ct2_dir, monkeypatch):
+    """Every beam search returns its K hypotheses for aiayn's ranking: CTranslate2 ranks one cut
+    at the length limit without its EOS, over one token fewer, so its own top pick can be one
+    that aiayn (forced EOS) ranks lower (1 of 150 sentences on an AVX-512 machine)."""
+    translator = CTranslate2Translator(ct2_dir, trained[1], DECODES["beam4-short"], 1024)
+    asked, real = [], translator._translate
+
+    def spy(src, limit, suppress=None, num=None):
+        asked.append(num)
+        return real(src, limit, suppress, num)
+
+    monkeypatch.setattr(translator, "_translate", spy)
+    translator.translate_ids(sources)
+    assert asked
+    assert set(asked) == {4}
+
+
+@pytest.mark.slow
 def test_ctranslate2_nbest(trained, sources, ct2_dir) -> None:
     """n-best lists: each entry identical or, where it differs, never for the worse.
 
