@@ -19,7 +19,9 @@ once, with the chosen average. Budgets increase: the run is evaluated at each, t
   still rose within the last P updates, at most --max-updates; then the same choice and test.
 - `--resume` continues an existing --run where it stopped (its checkpoints, the budgets already
   evaluated and the validation curve are kept), across sessions; without it an existing --run is
-  refused, and replaced only with --overwrite.
+  refused, and replaced only with --overwrite. Resuming a finished `--no-test` trial without
+  `--no-test` makes it a final: nothing is trained or re-chosen, and test2016 is scored once with
+  the average the trial chose on valid (a rerun of the same seed would train the same model).
 
 Reports sacreBLEU (cased, 13a, with its signature), the lowercased sacreBLEU, and the other
 figures of `aiayn evaluate`. Writes RUN/multi30k.json (after every budget) with the budgets, the
@@ -117,12 +119,23 @@ def _choose_and_test(run: Path, data: Path, args: argparse.Namespace, tag: str) 
     chosen = best[1]
     result: dict = {"valid": valid, "averaged_checkpoints": chosen}
     if not args.no_test:
-        model = run / f"average-{tag}-last{chosen}.safetensors"
-        scored = _score(model, data, "test", args.limit, run / f"evaluation-{tag}.json")
-        if scored is None:
+        tested = _test(run, data, args, tag, chosen)
+        if tested is None:
             return None
-        result.update({k: scored[k] for k in (*SCORES, "decode") if k in scored})
+        result.update(tested)
     return result
+
+
+def _test(run: Path, data: Path, args: argparse.Namespace, tag: str, n: int) -> dict | None:
+    """Score test2016 once with RUN's average of its last N checkpoints (N chosen on valid)."""
+    model = run / f"average-{tag}-last{n}.safetensors"
+    if not model.is_file():
+        print(f"multi30k: {model} is missing: the average chosen on valid cannot be tested")
+        return None
+    scored = _score(model, data, "test", args.limit, run / f"evaluation-{tag}.json")
+    if scored is None:
+        return None
+    return {k: scored[k] for k in (*SCORES, "decode") if k in scored}
 
 
 def _meta(run: Path) -> dict:
@@ -398,6 +411,16 @@ def _check(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         ap.error("--resume continues --run, --overwrite replaces it: pass one")
 
 
+def _print_test(result: dict) -> None:
+    bleu, lc, n = result["sacrebleu"], result["lowercase_bleu"], result["averaged_checkpoints"]
+    print(f"Multi30k test2016: sacreBLEU {bleu['score']:.2f} ({bleu['signature']}) ", end="")
+    print(f"with the last {n} averaged (chosen on valid)")
+    print(f"  lowercased BLEU {lc['score']:.2f}  {lc['signature']}; {lc['label']}")
+    if "moses_bleu" in result:
+        mb = result["moses_bleu"]
+        print(f"  {mb['score']:.2f}  {mb['label']}", flush=True)
+
+
 def main() -> int:
     ap = _parser()
     args = ap.parse_args()
@@ -429,10 +452,32 @@ def main() -> int:
     if args.resume and summary_file.is_file():
         done = json.loads(summary_file.read_text(encoding="utf-8")).get("budgets", [])
     summary: dict = {}
+    previous = json.loads(summary_file.read_text(encoding="utf-8")) if done else {}
     for budget in _budgets(args):
         key = "budget_minutes" if args.minutes else "budget_steps"
-        if any(b.get(key) == budget for b in done):
+        before = next((b for b in done if b.get(key) == budget), None)
+        if before is not None and (args.no_test or "sacrebleu" in before):
             print(f"budget {budget:g} evaluated before (--resume), kept", flush=True)
+            continue
+        if before is not None:  # a valid-only trial made a final: its choice stands
+            n = before["averaged_checkpoints"]
+            print(f"budget {budget:g}: the trial chose the last {n} on valid; test2016 once")
+            tested = _test(run, data, args, _label(args, budget), n)
+            if tested is None:
+                return 1
+            before.update(tested)
+            _print_test(before)
+            summary = {
+                **previous,
+                **before,
+                "budgets": done,
+                "trial_command": previous.get("trial_command", previous.get("command")),
+                "command": _command(args),
+                "protocol": "averaging chosen on valid (val, 1014 sentences) by the valid-only "
+                "trial; test2016 scored once afterwards for the chosen average (--resume "
+                "without --no-test)",
+            }
+            summary_file.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
             continue
         start = time.monotonic()
         if not _train_to(run, data, args, budget):
@@ -458,18 +503,10 @@ def main() -> int:
             lines = (run / "curve.jsonl").read_text(encoding="utf-8").splitlines()
             entry["curve"] = [json.loads(x) for x in lines]
         done.append(entry)
-        n = result["averaged_checkpoints"]
         if "sacrebleu" in result:
-            bleu, lc = result["sacrebleu"], result["lowercase_bleu"]
-            print(
-                f"Multi30k test2016: sacreBLEU {bleu['score']:.2f} ({bleu['signature']}) ", end=""
-            )
-            print(f"with the last {n} averaged (chosen on valid)")
-            print(f"  lowercased BLEU {lc['score']:.2f}  {lc['signature']}; {lc['label']}")
-            if "moses_bleu" in result:
-                mb = result["moses_bleu"]
-                print(f"  {mb['score']:.2f}  {mb['label']}")
+            _print_test(result)
         else:
+            n = result["averaged_checkpoints"]
             print(f"valid only (--no-test): best with the last {n} averaged", flush=True)
         summary = {
             "benchmark": "Multi30k EN-DE test2016 (1000 sentences)",

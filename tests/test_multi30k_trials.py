@@ -386,3 +386,67 @@ def test_the_unfinished_dropout_trial_is_quoted_as_its_file() -> None:
     assert -1 not in positions
     assert positions == sorted(positions)
     assert f"{record['curve'][-1]['step']:,}" in text
+
+
+def test_a_finished_trial_becomes_a_final_scoring_test_once(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--resume without --no-test on a finished valid-only trial trains nothing, keeps the
+    average the trial chose on valid and scores test2016 once with it; a second --resume
+    scores nothing; the trial's own command is kept beside the final's."""
+    run, data = tmp_path / "run", tmp_path / "data"
+    run.mkdir()
+    data.mkdir()
+    (data / "manifest.json").write_text(
+        json.dumps({"complete": True, "options": {"vocab_size": 10000}})
+    )
+    trial = {
+        "budget_steps": 8000,
+        "steps": 15000,
+        "valid": {"1": {"sacrebleu": {"score": 39.0}}, "10": {"sacrebleu": {"score": 40.0}}},
+        "averaged_checkpoints": 10,
+        "curve": [{"step": 8000, "valid_sacrebleu": 38.0}],
+        "machine": {"matmul_peak_gflops": 356.0},
+        "command": "python benchmarks/multi30k.py --no-test --record T",
+        "protocol": "valid only",
+    }
+    trial["budgets"] = [dict(trial)]
+    (run / "multi30k.json").write_text(json.dumps(trial))
+    (run / "average-8000steps-last10.safetensors").write_bytes(b"")
+    calls: list[list[str]] = []
+
+    def aiayn(argv: list[str]) -> int:
+        calls.append(argv)
+        assert argv[0] == "evaluate", argv  # nothing is trained or averaged again
+        report = {"sacrebleu": {"score": 40.5, "signature": "s"}, "decode": {"beam": 4}}
+        report["lowercase_bleu"] = {"score": 40.8, "signature": "l", "label": "lc"}
+        Path(argv[argv.index("--json") + 1]).write_text(json.dumps(report))
+        return 0
+
+    monkeypatch.setattr(multi30k, "aiayn", aiayn)
+    monkeypatch.setattr(multi30k, "_meta", lambda r: {"step": 0, "elapsed_s": 0.0})
+    argv = ["--run", str(run), "--data", str(data), "--steps", "8000", "--patience", "2000"]
+    monkeypatch.setattr(sys, "argv", ["multi30k.py", *argv, "--resume"])
+    assert multi30k.main() == 0
+    assert len(calls) == 1
+    evaluate = calls[0]
+    assert evaluate[evaluate.index("--split") + 1] == "test"
+    assert evaluate[evaluate.index("--checkpoint") + 1].endswith(
+        "average-8000steps-last10.safetensors"
+    )
+    summary = json.loads((run / "multi30k.json").read_text())
+    assert summary["sacrebleu"]["score"] == 40.5
+    assert summary["averaged_checkpoints"] == 10
+    assert summary["valid"] == trial["valid"]
+    assert summary["curve"] == trial["curve"]
+    assert summary["trial_command"] == trial["command"]
+    assert "--resume" in summary["command"]
+    assert "scored once afterwards" in summary["protocol"]
+    assert "test2016: sacreBLEU 40.50" in capsys.readouterr().out
+    assert multi30k.main() == 0  # once: a second --resume keeps the score
+    assert len(calls) == 1
+    # A trial whose chosen average was deleted cannot be made a final.
+    (run / "multi30k.json").write_text(json.dumps(trial))
+    (run / "average-8000steps-last10.safetensors").unlink()
+    assert multi30k.main() == 1
+    assert "cannot be tested" in capsys.readouterr().out
