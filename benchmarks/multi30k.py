@@ -37,6 +37,7 @@ import argparse
 import json
 import os
 import platform
+import shlex
 import shutil
 import sys
 import time
@@ -235,9 +236,9 @@ def _processor() -> str:
 
 
 def _command(args: argparse.Namespace) -> str:
-    """The command line as anyone can rerun it: the local Multi30k copy is DIR, a path inside
-    the project is relative to it, and any other absolute --run or --data is RUN or DATA (no
-    path of the machine that ran it is recorded)."""
+    """The command line as anyone can rerun it (quoted for a POSIX shell): the local Multi30k
+    copy is DIR, a path inside the project is relative to it, and any other absolute --run or
+    --data is RUN or DATA (no path of the machine that ran it is recorded)."""
     names = {args.multi30k_dir: "DIR"}
     for value, name in ((args.run, "RUN"), (args.data, "DATA")):
         if value and Path(value).is_absolute():
@@ -249,8 +250,7 @@ def _command(args: argparse.Namespace) -> str:
             return str(path.relative_to(ROOT))
         return names.get(word, word)
 
-    words = [shown(x) for x in sys.argv[1:]]
-    return " ".join(["python", "benchmarks/multi30k.py", *words])
+    return shlex.join(["python", "benchmarks/multi30k.py", *(shown(x) for x in sys.argv[1:])])
 
 
 def _machine() -> dict:

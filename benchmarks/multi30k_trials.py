@@ -18,6 +18,13 @@ one killed half-way resumes from its checkpoints. No trial translates a test set
 and once to convergence, each scoring test2016 once, and copies each summary to benchmarks/
 results/ (multi30k-final-60min-seed1.json, ...-seed2.json, multi30k-converged.json); a final
 recorded there is never run again, one interrupted resumes.
+
+`--converged` is the second round the converged final asked for: the search chose dropout at
+--minutes, a horizon too short for regularization to pay, so the converged run's recipe is
+trained to convergence again with dropout 0.2 and 0.3, valid only (benchmarks/results/
+multi30k-converged-trials.jsonl). The highest valid figure among these and the converged final
+(dropout as the search chose) wins; a trial that wins is made a final by scoring test2016 once
+with the average it chose on valid (multi30k-converged-dropout{P}.json).
 """
 
 from __future__ import annotations
@@ -168,6 +175,10 @@ FINAL_MINUTES = 60.0
 BEGIN = "<!-- trials: benchmarks/multi30k_trials.py --docs -->"
 END = "<!-- /trials -->"
 AVERAGES = ("1", "3", "5", "10")
+CONVERGED_TRIALS = RESULTS / "multi30k-converged-trials.jsonl"
+CONVERGED_DROPOUTS = (0.2, 0.3)  # besides the converged final's own
+CONVERGED_BEGIN = "<!-- converged: benchmarks/multi30k_trials.py --docs -->"
+CONVERGED_END = "<!-- /converged -->"
 
 
 def markdown(trials: dict[str, dict], minutes: float) -> str:
@@ -304,15 +315,24 @@ def _replace(text: str, begin: str, end: str, body: str) -> str:
 
 
 def write_docs(
-    trials: dict[str, dict], minutes: float, doc: Path = DOCS, results: Path = RESULTS
+    trials: dict[str, dict],
+    minutes: float,
+    doc: Path = DOCS,
+    results: Path = RESULTS,
+    converged_trials: Path = CONVERGED_TRIALS,
 ) -> None:
-    """Replace docs/training.md's trials region with ``markdown(trials, minutes)`` and its finals
-    region with ``finals_markdown`` of the recipe chosen (the finals run --final-minutes 60)."""
+    """Replace docs/training.md's trials region with ``markdown(trials, minutes)``, its finals
+    region with ``finals_markdown`` of the recipe chosen (the finals run --final-minutes 60)
+    and its converged region with ``converged_markdown``."""
     text = _replace(doc.read_text(encoding="utf-8"), BEGIN, END, markdown(trials, minutes))
+    _, chosen, _ = plan(trials, minutes)
     if FINALS_BEGIN in text:
-        _, chosen, _ = plan(trials, minutes)
         body = finals_markdown(chosen, FINAL_MINUTES, results)
         text = _replace(text, FINALS_BEGIN, FINALS_END, body)
+    if CONVERGED_BEGIN in text:
+        converged = read_trials(converged_trials)
+        body = converged_markdown(chosen, converged, results)
+        text = _replace(text, CONVERGED_BEGIN, CONVERGED_END, body)
     doc.write_text(text, encoding="utf-8")
 
 
@@ -366,6 +386,157 @@ def finals(recipe: Recipe, minutes: float) -> list[tuple[str, list[str]]]:
     return out
 
 
+def converged_name(recipe: Recipe) -> str:
+    """A converged trial's name: trial_name with "converged" for the budget."""
+    return "converged: " + trial_name(recipe, 0).split(": ", 1)[1]
+
+
+def converged_plan(
+    recipe: Recipe, trials: dict[str, dict], results: Path = RESULTS
+) -> tuple[list[tuple[Recipe, dict | None, str]], Recipe | None, list[Recipe]]:
+    """((recipe, its valid record or None, where it is recorded) per dropout, the winner or
+    None, the trials to run).
+
+    The first row is the converged final of the chosen recipe (its valid figures, read from
+    multi30k-converged.json), the others its dropout variations trained to convergence on
+    valid only. The winner has the highest valid sacreBLEU with the averaging it chose; a tie
+    keeps the earlier row. None while a row is missing.
+    """
+    finals_ = finals(recipe, FINAL_MINUTES)
+    base_file, base_flags = finals_[-1]
+    base = dataclasses.replace(recipe, lr_decay="rsqrt", seed=1)
+    assert base.flags() == base_flags[-len(base.flags()) :]
+    rows: list[tuple[Recipe, dict | None, str]] = []
+    path = results / base_file
+    final = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+    if final is not None:
+        final = {
+            "valid_sacrebleu_by_averaged": {
+                n: v["sacrebleu"]["score"] for n, v in final["valid"].items()
+            },
+            "averaged_checkpoints": final["averaged_checkpoints"],
+            "steps": final["steps"],
+            "training_minutes": final["training_minutes"],
+            "curve": final.get("curve", []),
+        }
+    rows.append((base, final, base_file))
+    for p in CONVERGED_DROPOUTS:
+        r = dataclasses.replace(base, dropout=p)
+        if r != base:
+            rows.append((r, trials.get(converged_name(r)), CONVERGED_TRIALS.name))
+    missing = [r for r, rec, _ in rows if rec is None]
+    if missing:
+        return rows, None, missing
+    best = max(range(len(rows)), key=lambda i: (score(rows[i][1]), -i))  # type: ignore[arg-type]
+    return rows, rows[best][0], []
+
+
+def converged_final_file(recipe: Recipe) -> str:
+    return f"multi30k-converged-dropout{recipe.dropout:g}.json"
+
+
+def converged_markdown(recipe: Recipe | None, trials: dict[str, dict], results: Path) -> str:
+    """The converged dropout round as docs/training.md shows it: one row per dropout with its
+    updates, its valid sacreBLEU by the number averaged (the chosen one in bold) and its curve;
+    the winner named, and its test2016 scores once its final is recorded."""
+    if recipe is None:
+        return "The search has not chosen yet.\n"
+    rows, chosen, _ = converged_plan(recipe, trials, results)
+    out = [
+        "| dropout | recorded in | updates | training minutes | valid sacreBLEU by last N averaged "
+        "| latest checkpoint alone at each check (update: valid sacreBLEU) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r, rec, where in rows:
+        if rec is None:
+            out.append(f"| {r.dropout:g} | to run | | | | |")
+            continue
+        chosen_n = str(rec["averaged_checkpoints"])
+        by = rec["valid_sacrebleu_by_averaged"]
+        valid = ", ".join(
+            f"**{n}: {v:.2f}**" if n == chosen_n else f"{n}: {v:.2f}"
+            for n, v in sorted(by.items(), key=lambda kv: int(kv[0]))
+        )
+        curve = ", ".join(f"{c['step']:,}: {c['valid_sacrebleu']:.2f}" for c in rec["curve"])
+        minutes = f"{rec['training_minutes']:.1f}"
+        out.append(
+            f"| {r.dropout:g} | `{where}` | {rec['steps']:,} | {minutes} | {valid} | {curve} |"
+        )
+    out.append("")
+    if chosen is None:
+        out.append("Chosen on valid: not yet, a trial is to run.")
+        return "\n".join(out) + "\n"
+    out.append(f"Chosen on valid: dropout {chosen.dropout:g}.")
+    if chosen != rows[0][0]:
+        path = results / converged_final_file(chosen)
+        if path.is_file():
+            rec = json.loads(path.read_text(encoding="utf-8"))
+            bleu, lc = rec["sacrebleu"]["score"], rec["lowercase_bleu"]["score"]
+            moses = rec.get("moses_bleu", {}).get("score")
+            flavour = f", **{moses:.2f}** Moses-tokenized lowercased" if moses is not None else ""
+            out[-1] += (
+                f" Its final, `{path.name}`, scored test2016 once with the last "
+                f"{rec['averaged_checkpoints']} checkpoints averaged: **{bleu:.2f}** cased "
+                f"sacreBLEU (13a), {lc:.2f} lowercased{flavour} (chrF2 "
+                f"{rec['chrf']['score']:.2f}; matmul peak "
+                f"{rec['machine']['matmul_peak_gflops']:g} GFLOP/s)."
+            )
+        else:
+            out[-1] += f" Its test2016 score is to run (`{path.name}`)."
+    return "\n".join(out) + "\n"
+
+
+def run_converged(recipe: Recipe, args: argparse.Namespace) -> int:
+    """Run (or resume) each converged dropout trial that is missing, valid only; then, if a
+    trial won on valid, make it a final: its run resumed without --no-test scores test2016 once
+    with the average it chose, and the summary is copied to benchmarks/results/."""
+    trials_file = Path(args.converged_trials_file)
+    steps = finals(recipe, FINAL_MINUTES)[-1][1][:8]  # --steps 8000 --patience 2000 ...
+    data = Path(args.runs) / f"data-bpe{recipe.vocab_size}"
+
+    def command(r: Recipe) -> list[str]:
+        run = Path(args.runs).parent / f"m30k-converged-dropout{r.dropout:g}"
+        cmd = [sys.executable, str(ROOT / "benchmarks" / "multi30k.py"), "--run", str(run)]
+        cmd += ["--data", str(data), *steps, *r.flags(), "--average", "1", "3", "5", "10"]
+        if args.multi30k_dir:
+            cmd += ["--multi30k-dir", args.multi30k_dir]
+        if args.threads:
+            cmd += ["--threads", str(args.threads)]
+        return [*cmd, "--resume"] if run.exists() else cmd
+
+    while True:
+        rows, chosen, missing = converged_plan(recipe, read_trials(trials_file), Path(args.results))
+        if rows[0][1] is None:
+            print(f"multi30k_trials: {rows[0][2]} is missing: run --finals first")
+            return 2
+        if not missing:
+            break
+        r = missing[0]
+        cmd = [*command(r), "--no-test", "--record", converged_name(r)]
+        cmd += ["--trials-file", str(trials_file)]
+        print(f"converged trial: {converged_name(r)}", flush=True)
+        if subprocess.call(cmd) != 0:
+            print(f"multi30k_trials: the converged trial failed: {converged_name(r)}")
+            return 1
+    assert chosen is not None
+    print(f"chosen on valid: dropout {chosen.dropout:g}", flush=True)
+    if chosen == rows[0][0]:
+        print(f"final: {rows[0][2]}, recorded before, is the converged final")
+        return 0
+    target = Path(args.results) / converged_final_file(chosen)
+    if target.is_file():
+        print(f"final: {target.name} recorded before, kept")
+        return 0
+    cmd = command(chosen)
+    if subprocess.call(cmd) != 0:
+        print("multi30k_trials: scoring the chosen trial's test2016 failed")
+        return 1
+    run = Path(cmd[cmd.index("--run") + 1])
+    shutil.copyfile(run / "multi30k.json", target)
+    print(f"final: {target} written", flush=True)
+    return 0
+
+
 def run_finals(recipe: Recipe, args: argparse.Namespace) -> int:
     """Run (or resume) each final run whose results file is missing, then copy its summary
     (RUN/multi30k.json: every figure, the machine, the command) to benchmarks/results/."""
@@ -414,25 +585,41 @@ def main(argv: list[str] | None = None) -> int:
         default=FINAL_MINUTES,
         help="the finals' budget (default 60)",
     )
+    ap.add_argument(
+        "--converged",
+        action="store_true",
+        help="after the finals: dropout 0.2 and 0.3 to convergence on valid, the winner tested",
+    )
     ap.add_argument("--trials-file", default=str(TRIALS_FILE), help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--converged-trials-file", default=str(CONVERGED_TRIALS), help=argparse.SUPPRESS
+    )
     ap.add_argument("--results", default=str(RESULTS), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.minutes <= 0 or args.max_trials < 0:
         ap.error("--minutes must be positive and --max-trials >= 0")
+    if args.finals and args.converged:
+        ap.error("--finals and --converged are run one after the other: pass one")
     path = Path(args.trials_file)
     if args.docs:
-        write_docs(read_trials(path), args.minutes, results=Path(args.results))
+        write_docs(
+            read_trials(path),
+            args.minutes,
+            results=Path(args.results),
+            converged_trials=Path(args.converged_trials_file),
+        )
         print(f"{DOCS.relative_to(ROOT)}: the trials table written from {path.name}")
         return 0
-    if args.finals:
+    if args.finals or args.converged:
         _, chosen, missing = plan(read_trials(path), args.minutes)
         if chosen is None:
             print(f"multi30k_trials: the search is not finished ({len(missing)} trial(s) to run)")
             return 2
+        flag = "--finals" if args.finals else "--converged"
         try:
-            return run_finals(chosen, args)
+            return run_finals(chosen, args) if args.finals else run_converged(chosen, args)
         except KeyboardInterrupt:
-            print("multi30k_trials: interrupted; run it again with --finals to go on")
+            print(f"multi30k_trials: interrupted; run it again with {flag} to go on")
             return 130
     ran = 0
     try:

@@ -215,6 +215,12 @@ def test_the_docs_table_is_the_committed_trials_file() -> None:
     assert finals == mt.finals_markdown(chosen, mt.FINAL_MINUTES), (
         "run: python benchmarks/multi30k_trials.py --docs"
     )
+    converged = text[
+        text.index(mt.CONVERGED_BEGIN) + len(mt.CONVERGED_BEGIN) + 1 : text.index(mt.CONVERGED_END)
+    ]
+    assert converged == mt.converged_markdown(
+        chosen, mt.read_trials(mt.CONVERGED_TRIALS), mt.RESULTS
+    ), "run: python benchmarks/multi30k_trials.py --docs"
 
 
 def test_the_finals_table_reads_each_results_file(tmp_path: Path) -> None:
@@ -346,6 +352,12 @@ def test_the_recorded_command_holds_no_path_of_the_machine(monkeypatch, tmp_path
     monkeypatch.setattr(sys, "argv", ["multi30k.py", *relative])
     args = multi30k._parser().parse_args(relative)
     assert multi30k._command(args) == "python benchmarks/multi30k.py --run runs/m30k --minutes 60"
+    named = ["--no-test", "--record", "60 min: small, dropout 0.2"]
+    monkeypatch.setattr(sys, "argv", ["multi30k.py", *named])
+    args = multi30k._parser().parse_args(named)
+    assert multi30k._command(args) == (  # a name with spaces reruns as one word
+        "python benchmarks/multi30k.py --no-test --record '60 min: small, dropout 0.2'"
+    )
 
 
 def test_no_committed_results_file_names_a_path_of_this_machine() -> None:
@@ -372,20 +384,6 @@ def test_a_training_stopped_before_its_budget_stops_the_benchmark(monkeypatch, c
     assert "training stopped before update 14,000; --resume goes on" in capsys.readouterr().out
     step["now"] = 14000
     assert multi30k._train_to(Path("r"), Path("d"), args, 14000.0) is True
-
-
-def test_the_unfinished_dropout_trial_is_quoted_as_its_file() -> None:
-    """docs/training.md quotes every check of the unfinished dropout 0.2 trial as recorded."""
-    path = ROOT / "benchmarks" / "results" / "multi30k-converged-dropout0.2-partial.json"
-    record = json.loads(path.read_text(encoding="utf-8"))
-    doc = (ROOT / "docs" / "training.md").read_text(encoding="utf-8")
-    start = doc.index("**Dropout 0.2 to convergence, begun**")
-    text = " ".join(doc[start : doc.index("\n\n", start)].split())
-    assert path.name in text
-    positions = [text.find(f"{c['valid_sacrebleu']:.2f}") for c in record["curve"]]
-    assert -1 not in positions
-    assert positions == sorted(positions)
-    assert f"{record['curve'][-1]['step']:,}" in text
 
 
 def test_a_finished_trial_becomes_a_final_scoring_test_once(
@@ -450,3 +448,100 @@ def test_a_finished_trial_becomes_a_final_scoring_test_once(
     (run / "average-8000steps-last10.safetensors").unlink()
     assert multi30k.main() == 1
     assert "cannot be tested" in capsys.readouterr().out
+
+
+def converged_record(recipe: mt.Recipe, chosen: float) -> dict:
+    return {
+        "name": mt.converged_name(recipe),
+        "valid_sacrebleu_by_averaged": {"1": chosen - 0.5, "10": chosen},
+        "averaged_checkpoints": 10,
+        "steps": 15000,
+        "training_minutes": 61.25,
+        "curve": [{"step": 8000, "valid_sacrebleu": 38.0}, {"step": 9000, "valid_sacrebleu": 39.5}],
+    }
+
+
+def test_the_converged_dropout_round_runs_valid_only_then_tests_the_winner_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--converged trains dropout 0.2 and 0.3 to convergence with --no-test and records them;
+    the highest valid figure (the converged final's included) wins; a winning trial's run is
+    resumed without --no-test (test2016 once) and its summary copied; nothing runs twice."""
+    path, conv, results = tmp_path / "t.jsonl", tmp_path / "c.jsonl", tmp_path / "results"
+    runs = tmp_path / "runs" / "m30k-trials"
+    common = ["--trials-file", str(path), "--converged-trials-file", str(conv)]
+    common += ["--results", str(results), "--runs", str(runs), "--converged"]
+    trials: dict = {}
+    fill(trials, value=lambda r: fake(dataclasses.replace(r, dropout=0.1)))  # keeps 0.1
+    path.write_text("".join(json.dumps(t) + "\n" for t in trials.values()))
+    _, chosen, _ = mt.plan(trials, M)
+    assert chosen is not None
+    assert chosen.dropout == 0.1
+    calls: list[list[str]] = []
+    figures = {"0.2": 40.25, "0.3": 39.75}
+
+    def call(cmd: list[str]) -> int:  # benchmarks/multi30k.py: a trial records, a final tests
+        calls.append(cmd)
+        run = Path(cmd[cmd.index("--run") + 1])
+        run.mkdir(parents=True, exist_ok=True)
+        dropout = cmd[cmd.index("--dropout") + 1]
+        if "--no-test" in cmd:
+            r = dataclasses.replace(chosen, lr_decay="rsqrt", seed=1, dropout=float(dropout))
+            assert cmd[cmd.index("--record") + 1] == mt.converged_name(r)
+            with conv.open("a") as f:
+                f.write(json.dumps(converged_record(r, figures[dropout])) + "\n")
+        else:
+            summary = {"dropout": dropout, "averaged_checkpoints": 10, "chrf": {"score": 63.0}}
+            summary |= {"sacrebleu": {"score": 40.5}, "lowercase_bleu": {"score": 40.75}}
+            summary |= {"moses_bleu": {"score": 41.0}, "machine": {"matmul_peak_gflops": 356.0}}
+            (run / "multi30k.json").write_text(json.dumps(summary))
+        return 0
+
+    monkeypatch.setattr(mt.subprocess, "call", call)
+    assert mt.main(common) == 2  # the converged final first
+    assert "run --finals first" in capsys.readouterr().out
+    results.mkdir()
+    final = {
+        "valid": {"1": {"sacrebleu": {"score": 39.0}}, "10": {"sacrebleu": {"score": 39.9}}},
+        "averaged_checkpoints": 10,
+        "steps": 12000,
+        "training_minutes": 55.0,
+        "curve": [{"step": 8000, "valid_sacrebleu": 39.1}],
+    }
+    (results / "multi30k-converged.json").write_text(json.dumps(final))
+    assert mt.main(common) == 0
+    assert [c[c.index("--dropout") + 1] for c in calls] == ["0.2", "0.3", "0.2"]
+    assert ["--no-test" in c for c in calls] == [True, True, False]
+    assert all(
+        c[c.index("--steps") + 1 : c.index("--steps") + 4] == ["8000", "--patience", "2000"]
+        for c in calls
+    )
+    assert calls[2][-1] == "--resume"  # the winner's own run: nothing retrained, test once
+    assert Path(calls[2][calls[2].index("--run") + 1]).name == "m30k-converged-dropout0.2"
+    copied = json.loads((results / "multi30k-converged-dropout0.2.json").read_text())
+    assert copied["dropout"] == "0.2"
+    table = mt.converged_markdown(chosen, mt.read_trials(conv), results)
+    rows = table.splitlines()
+    assert rows[2] == (
+        "| 0.1 | `multi30k-converged.json` | 12,000 | 55.0 | 1: 39.00, **10: 39.90** "
+        "| 8,000: 39.10 |"
+    )
+    assert rows[3].startswith(
+        "| 0.2 | `multi30k-converged-trials.jsonl` | 15,000 | 61.2 | 1: 39.75, **10: 40.25**"
+    )
+    assert table.rstrip().endswith(
+        "Chosen on valid: dropout 0.2. Its final, `multi30k-converged-dropout0.2.json`, scored "
+        "test2016 once with the last 10 checkpoints averaged: **40.50** cased sacreBLEU (13a), "
+        "40.75 lowercased, **41.00** Moses-tokenized lowercased (chrF2 63.00; matmul peak 356 "
+        "GFLOP/s)."
+    )
+    assert mt.main(common) == 0  # all recorded: nothing runs again
+    assert len(calls) == 3
+    # the converged final wins on valid: no trial is tested
+    figures.update({"0.2": 39.0, "0.3": 39.9})  # a tie with the final keeps the final
+    conv.unlink()
+    (results / "multi30k-converged-dropout0.2.json").unlink()
+    assert mt.main(common) == 0
+    assert len(calls) == 5
+    assert "is the converged final" in capsys.readouterr().out
+    assert not list(results.glob("multi30k-converged-dropout*"))
