@@ -24,7 +24,8 @@ recorded there is never run again, one interrupted resumes.
 trained to convergence again with dropout 0.2 and 0.3, valid only (benchmarks/results/
 multi30k-converged-trials.jsonl). The highest valid figure among these and the converged final
 (dropout as the search chose) wins; a trial that wins is made a final by scoring test2016 once
-with the average it chose on valid (multi30k-converged-dropout{P}.json).
+with the average it chose on valid (multi30k-converged-dropout{P}.json), and the 60-minute
+finals run again with its dropout (multi30k-final-60min-dropout{P}-seed1.json, ...-seed2.json).
 """
 
 from __future__ import annotations
@@ -247,13 +248,18 @@ def finals_markdown(recipe: Recipe | None, minutes: float, results: Path = RESUL
     then the converged run's validation curve, the checks that decided where it stopped."""
     if recipe is None:
         return "The search has not chosen yet: no final run.\n"
+    return finals_table([name for name, _ in finals(recipe, minutes)], results)
+
+
+def finals_table(names: list[str], results: Path, curves_too: bool = True) -> str:
+    """finals_markdown's table of the final runs NAMES (results files; "to run" if missing)."""
     head = "| final run | steps | training minutes | valid sacreBLEU by last N averaged "
     head += "| test2016 sacreBLEU (cased, 13a) | lowercased (13a) | Moses-tokenized, lowercased "
     head += "| chrF2 | matmul peak (GFLOP/s) |"
     out = [head, "|---|---|---|---|---|---|---|---|---|"]
     notes: dict[str, str] = {}
     curves: dict[str, list[dict]] = {}
-    for name, _ in finals(recipe, minutes):
+    for name in names:
         label = name.removeprefix("multi30k-").removesuffix(".json")
         path = results / name
         if not path.is_file():
@@ -282,7 +288,7 @@ def finals_markdown(recipe: Recipe | None, minutes: float, results: Path = RESUL
             f"{rec['machine']['matmul_peak_gflops']:g}",
         ]
         out.append("| " + " | ".join(row) + " |")
-        if "curve" in rec:
+        if "curve" in rec and curves_too:
             curves[f"`{name}`"] = rec["curve"]
         notes["cased"] = rec["sacrebleu"]["signature"]
         notes["lowercased"] = rec["lowercase_bleu"]["signature"]
@@ -355,6 +361,23 @@ def run_trial(recipe: Recipe, minutes: float, args: argparse.Namespace) -> int:
     return subprocess.call(cmd)
 
 
+def minute_finals(recipe: Recipe, minutes: float, tag: str = "") -> list[tuple[str, list[str]]]:
+    """The finals of --minutes of training, one a seed: (results file, flags)."""
+    out = []
+    for seed in FINAL_SEEDS:
+        flags = dataclasses.replace(recipe, seed=seed).flags()
+        name = f"multi30k-final-{minutes:g}min{tag}-seed{seed}.json"
+        out.append((name, ["--minutes", f"{minutes:g}", *flags]))
+    return out
+
+
+def round_two(recipe: Recipe, winner: Recipe) -> list[tuple[str, list[str]]]:
+    """The 60-minute finals again with the dropout the converged round chose (when it changed):
+    the search's recipe otherwise, two seeds, tagged with the dropout."""
+    again = dataclasses.replace(recipe, dropout=winner.dropout)
+    return minute_finals(again, FINAL_MINUTES, tag=f"-dropout{winner.dropout:g}")
+
+
 def finals(recipe: Recipe, minutes: float) -> list[tuple[str, list[str]]]:
     """The final runs of the chosen recipe, each scoring test2016 once: (results file, flags).
 
@@ -362,15 +385,7 @@ def finals(recipe: Recipe, minutes: float) -> list[tuple[str, list[str]]]:
     on while valid sacreBLEU rose within the last 2,000. The converged run keeps Eq. (3) (rsqrt)
     even where the search chose --lr-decay linear: a linear decay needs the end known in advance.
     """
-    out = []
-    for seed in FINAL_SEEDS:
-        flags = dataclasses.replace(recipe, seed=seed).flags()
-        out.append(
-            (
-                f"multi30k-final-{minutes:g}min-seed{seed}.json",
-                ["--minutes", f"{minutes:g}", *flags],
-            )
-        )
+    out = minute_finals(recipe, minutes)
     converged = dataclasses.replace(recipe, lr_decay="rsqrt", seed=1).flags()
     steps = [
         "--steps",
@@ -468,28 +483,21 @@ def converged_markdown(recipe: Recipe | None, trials: dict[str, dict], results: 
         return "\n".join(out) + "\n"
     out.append(f"Chosen on valid: dropout {chosen.dropout:g}.")
     if chosen != rows[0][0]:
-        path = results / converged_final_file(chosen)
-        if path.is_file():
-            rec = json.loads(path.read_text(encoding="utf-8"))
-            bleu, lc = rec["sacrebleu"]["score"], rec["lowercase_bleu"]["score"]
-            moses = rec.get("moses_bleu", {}).get("score")
-            flavour = f", **{moses:.2f}** Moses-tokenized lowercased" if moses is not None else ""
-            out[-1] += (
-                f" Its final, `{path.name}`, scored test2016 once with the last "
-                f"{rec['averaged_checkpoints']} checkpoints averaged: **{bleu:.2f}** cased "
-                f"sacreBLEU (13a), {lc:.2f} lowercased{flavour} (chrF2 "
-                f"{rec['chrf']['score']:.2f}; matmul peak "
-                f"{rec['machine']['matmul_peak_gflops']:g} GFLOP/s)."
-            )
-        else:
-            out[-1] += f" Its test2016 score is to run (`{path.name}`)."
+        out[-1] += (
+            " Its finals, each scoring test2016 once: the winning trial itself (its test scored "
+            "with the average it chose on valid), then 60 minutes of training with two seeds:"
+        )
+        out.append("")
+        names = [converged_final_file(chosen), *(n for n, _ in round_two(recipe, chosen))]
+        out.append(finals_table(names, results, curves_too=False).rstrip("\n"))
     return "\n".join(out) + "\n"
 
 
 def run_converged(recipe: Recipe, args: argparse.Namespace) -> int:
     """Run (or resume) each converged dropout trial that is missing, valid only; then, if a
     trial won on valid, make it a final: its run resumed without --no-test scores test2016 once
-    with the average it chose, and the summary is copied to benchmarks/results/."""
+    with the average it chose, and the summary is copied to benchmarks/results/; then the
+    60-minute finals of the search's recipe with the winner's dropout (round_two)."""
     trials_file = Path(args.converged_trials_file)
     steps = finals(recipe, FINAL_MINUTES)[-1][1][:8]  # --steps 8000 --patience 2000 ...
     data = Path(args.runs) / f"data-bpe{recipe.vocab_size}"
@@ -526,21 +534,24 @@ def run_converged(recipe: Recipe, args: argparse.Namespace) -> int:
     target = Path(args.results) / converged_final_file(chosen)
     if target.is_file():
         print(f"final: {target.name} recorded before, kept")
-        return 0
-    cmd = command(chosen)
-    if subprocess.call(cmd) != 0:
-        print("multi30k_trials: scoring the chosen trial's test2016 failed")
-        return 1
-    run = Path(cmd[cmd.index("--run") + 1])
-    shutil.copyfile(run / "multi30k.json", target)
-    print(f"final: {target} written", flush=True)
-    return 0
+    else:
+        cmd = command(chosen)
+        if subprocess.call(cmd) != 0:
+            print("multi30k_trials: scoring the chosen trial's test2016 failed")
+            return 1
+        run = Path(cmd[cmd.index("--run") + 1])
+        shutil.copyfile(run / "multi30k.json", target)
+        print(f"final: {target} written", flush=True)
+    return run_finals(recipe, args, round_two(recipe, chosen))
 
 
-def run_finals(recipe: Recipe, args: argparse.Namespace) -> int:
-    """Run (or resume) each final run whose results file is missing, then copy its summary
-    (RUN/multi30k.json: every figure, the machine, the command) to benchmarks/results/."""
-    for results, flags in finals(recipe, args.final_minutes):
+def run_finals(
+    recipe: Recipe, args: argparse.Namespace, runs: list[tuple[str, list[str]]] | None = None
+) -> int:
+    """Run (or resume) each final run (default: the recipe's finals) whose results file is
+    missing, then copy its summary (RUN/multi30k.json: every figure, the machine, the command)
+    to benchmarks/results/."""
+    for results, flags in runs if runs is not None else finals(recipe, args.final_minutes):
         target = Path(args.results) / results
         if target.is_file():
             print(f"final: {results} recorded before, kept", flush=True)
@@ -588,7 +599,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--converged",
         action="store_true",
-        help="after the finals: dropout 0.2 and 0.3 to convergence on valid, the winner tested",
+        help="after the finals: dropout 0.2 and 0.3 to convergence on valid; the winner's finals",
     )
     ap.add_argument("--trials-file", default=str(TRIALS_FILE), help=argparse.SUPPRESS)
     ap.add_argument(

@@ -491,9 +491,12 @@ def test_the_converged_dropout_round_runs_valid_only_then_tests_the_winner_once(
             with conv.open("a") as f:
                 f.write(json.dumps(converged_record(r, figures[dropout])) + "\n")
         else:
-            summary = {"dropout": dropout, "averaged_checkpoints": 10, "chrf": {"score": 63.0}}
-            summary |= {"sacrebleu": {"score": 40.5}, "lowercase_bleu": {"score": 40.75}}
-            summary |= {"moses_bleu": {"score": 41.0}, "machine": {"matmul_peak_gflops": 356.0}}
+            summary = {"dropout": dropout, "steps": 15700, "training_minutes": 60.0}
+            summary |= {"valid": {"5": {"sacrebleu": {"score": 40.0}}}, "averaged_checkpoints": 5}
+            summary |= {"sacrebleu": {"score": 40.5, "signature": "c"}, "chrf": {"score": 63.0}}
+            summary |= {"lowercase_bleu": {"score": 40.75, "signature": "l"}}
+            summary |= {"moses_bleu": {"score": 41.0, "tokenizer": "m", "lang": "de"}}
+            summary |= {"machine": {"matmul_peak_gflops": 356.0}}
             (run / "multi30k.json").write_text(json.dumps(summary))
         return 0
 
@@ -510,11 +513,18 @@ def test_the_converged_dropout_round_runs_valid_only_then_tests_the_winner_once(
     }
     (results / "multi30k-converged.json").write_text(json.dumps(final))
     assert mt.main(common) == 0
-    assert [c[c.index("--dropout") + 1] for c in calls] == ["0.2", "0.3", "0.2"]
-    assert ["--no-test" in c for c in calls] == [True, True, False]
+    assert [c[c.index("--dropout") + 1] for c in calls] == ["0.2", "0.3", "0.2", "0.2", "0.2"]
+    assert ["--no-test" in c for c in calls] == [True, True, False, False, False]
+    # then the 60-minute finals again with the winner's dropout, two seeds
+    assert [c[c.index("--seed") + 1] for c in calls[3:]] == ["1", "2"]
+    assert all(c[c.index("--minutes") + 1] == "60" for c in calls[3:])
+    assert sorted(p.name for p in results.glob("multi30k-final-60min-dropout0.2-seed*.json")) == [
+        "multi30k-final-60min-dropout0.2-seed1.json",
+        "multi30k-final-60min-dropout0.2-seed2.json",
+    ]
     assert all(
         c[c.index("--steps") + 1 : c.index("--steps") + 4] == ["8000", "--patience", "2000"]
-        for c in calls
+        for c in calls[:3]
     )
     assert calls[2][-1] == "--resume"  # the winner's own run: nothing retrained, test once
     assert Path(calls[2][calls[2].index("--run") + 1]).name == "m30k-converged-dropout0.2"
@@ -529,19 +539,27 @@ def test_the_converged_dropout_round_runs_valid_only_then_tests_the_winner_once(
     assert rows[3].startswith(
         "| 0.2 | `multi30k-converged-trials.jsonl` | 15,000 | 61.2 | 1: 39.75, **10: 40.25**"
     )
-    assert table.rstrip().endswith(
-        "Chosen on valid: dropout 0.2. Its final, `multi30k-converged-dropout0.2.json`, scored "
-        "test2016 once with the last 10 checkpoints averaged: **40.50** cased sacreBLEU (13a), "
-        "40.75 lowercased, **41.00** Moses-tokenized lowercased (chrF2 63.00; matmul peak 356 "
-        "GFLOP/s)."
-    )
-    assert mt.main(common) == 0  # all recorded: nothing runs again
-    assert len(calls) == 3
+    assert rows[6].startswith("Chosen on valid: dropout 0.2. Its finals")
+    row = "| 15,700 | 60.0 | **5: 40.00** | **40.50** | 40.75 | **41.00** | 63.00 | 356 |"
+    assert rows[10:13] == [
+        f"| `multi30k-converged-dropout0.2.json` {row}",
+        f"| `multi30k-final-60min-dropout0.2-seed1.json` {row}",
+        f"| `multi30k-final-60min-dropout0.2-seed2.json` {row}",
+    ]
+    assert table.rstrip().endswith("Moses: `m (target language de)`.")
+    (results / "multi30k-final-60min-dropout0.2-seed2.json").unlink()
+    table = mt.converged_markdown(chosen, mt.read_trials(conv), results)
+    assert "| final-60min-dropout0.2-seed2 | to run | | | | | | | |" in table
+    assert mt.main(common) == 0  # what is recorded is not run again; the lost seed resumes
+    assert len(calls) == 6
+    assert calls[-1][calls[-1].index("--seed") + 1] == "2"
+    assert mt.main(common) == 0
+    assert len(calls) == 6
     # the converged final wins on valid: no trial is tested
     figures.update({"0.2": 39.0, "0.3": 39.9})  # a tie with the final keeps the final
     conv.unlink()
     (results / "multi30k-converged-dropout0.2.json").unlink()
     assert mt.main(common) == 0
-    assert len(calls) == 5
+    assert len(calls) == 8
     assert "is the converged final" in capsys.readouterr().out
     assert not list(results.glob("multi30k-converged-dropout*"))
