@@ -446,6 +446,21 @@ def converged_plan(
     return rows, rows[best][0], []
 
 
+def chosen_recipe(
+    trials_file: Path = TRIALS_FILE,
+    converged_trials: Path = CONVERGED_TRIALS,
+    results: Path = RESULTS,
+    minutes: float = 20.0,
+) -> Recipe | None:
+    """The recipe chosen on valid, benchmarks/multi30k.py's defaults: the search's, with the
+    dropout the converged round chose once that round is complete (None before the search)."""
+    _, chosen, _ = plan(read_trials(trials_file), minutes)
+    if chosen is None:
+        return None
+    _, winner, _ = converged_plan(chosen, read_trials(converged_trials), results)
+    return chosen if winner is None else dataclasses.replace(chosen, dropout=winner.dropout)
+
+
 def converged_final_file(recipe: Recipe) -> str:
     return f"multi30k-converged-dropout{recipe.dropout:g}.json"
 

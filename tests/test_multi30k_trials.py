@@ -269,9 +269,10 @@ def test_the_finals_table_reads_each_results_file(tmp_path: Path) -> None:
 
 
 def test_the_benchmarks_defaults_are_the_recipe_the_search_chose() -> None:
-    """benchmarks/multi30k.py without flags trains what the committed trials chose on valid."""
-    _, chosen, missing = mt.plan(mt.read_trials(mt.TRIALS_FILE), M)
-    assert chosen is not None, f"the search is not finished: {len(missing)} trial(s) to run"
+    """benchmarks/multi30k.py without flags trains what the committed trials chose on valid:
+    the search's recipe, with the converged round's dropout once that round has chosen."""
+    chosen = mt.chosen_recipe()
+    assert chosen is not None, "the search is not finished"
     defaults = multi30k._parser().parse_args([])
     for field in dataclasses.fields(mt.Recipe):
         assert getattr(defaults, field.name) == getattr(chosen, field.name), field.name
@@ -501,6 +502,7 @@ def test_the_converged_dropout_round_runs_valid_only_then_tests_the_winner_once(
         return 0
 
     monkeypatch.setattr(mt.subprocess, "call", call)
+    assert mt.chosen_recipe(path, conv, results, M) == chosen  # the round is not complete
     assert mt.main(common) == 2  # the converged final first
     assert "run --finals first" in capsys.readouterr().out
     results.mkdir()
@@ -540,6 +542,7 @@ def test_the_converged_dropout_round_runs_valid_only_then_tests_the_winner_once(
         "| 0.2 | `multi30k-converged-trials.jsonl` | 15,000 | 61.2 | 1: 39.75, **10: 40.25**"
     )
     assert rows[6].startswith("Chosen on valid: dropout 0.2. Its finals")
+    assert mt.chosen_recipe(path, conv, results, M) == dataclasses.replace(chosen, dropout=0.2)
     row = "| 15,700 | 60.0 | **5: 40.00** | **40.50** | 40.75 | **41.00** | 63.00 | 356 |"
     assert rows[10:13] == [
         f"| `multi30k-converged-dropout0.2.json` {row}",
@@ -562,4 +565,5 @@ def test_the_converged_dropout_round_runs_valid_only_then_tests_the_winner_once(
     assert mt.main(common) == 0
     assert len(calls) == 8
     assert "is the converged final" in capsys.readouterr().out
+    assert mt.chosen_recipe(path, conv, results, M) == chosen
     assert not list(results.glob("multi30k-converged-dropout*"))
