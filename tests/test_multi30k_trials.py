@@ -385,6 +385,11 @@ def test_a_training_stopped_before_its_budget_stops_the_benchmark(monkeypatch, c
     assert "training stopped before update 14,000; --resume goes on" in capsys.readouterr().out
     step["now"] = 14000
     assert multi30k._train_to(Path("r"), Path("d"), args, 14000.0) is True
+    # a budget of minutes: a training stopped at 1 of 2 minutes is not a 2-minute run
+    args = multi30k._parser().parse_args(["--minutes", "2"])
+    assert multi30k._train_to(Path("r"), Path("d"), args, 2.0) is False
+    assert "training stopped before 2 training minutes" in capsys.readouterr().out
+    assert multi30k._train_to(Path("r"), Path("d"), args, 1.005) is True  # within the rounding
 
 
 def test_a_finished_trial_becomes_a_final_scoring_test_once(
@@ -567,3 +572,21 @@ def test_the_converged_dropout_round_runs_valid_only_then_tests_the_winner_once(
     assert "is the converged final" in capsys.readouterr().out
     assert mt.chosen_recipe(path, conv, results, M) == chosen
     assert not list(results.glob("multi30k-converged-dropout*"))
+
+
+def test_what_the_converged_round_says_is_its_files() -> None:
+    """docs/training.md's reading of the converged round quotes the committed figures."""
+    doc = mt.DOCS.read_text(encoding="utf-8")
+    text = " ".join(doc[doc.index("What the round says:") :].split("\n\n## ")[0].split())
+    _, search, _ = mt.plan(mt.read_trials(mt.TRIALS_FILE), M)
+    assert search is not None
+    rows, chosen, missing = mt.converged_plan(search, mt.read_trials(mt.CONVERGED_TRIALS))
+    assert missing == []
+    assert chosen is not None
+    assert f"Dropout {chosen.dropout:g} wins on valid" in text
+    for _, rec, _ in rows:
+        assert f"{mt.score(rec):.2f}" in text
+    final = json.loads((mt.RESULTS / mt.converged_final_file(chosen)).read_text())
+    assert f"**{final['sacrebleu']['score']:.2f}** cased sacreBLEU" in text
+    assert f"**{final['moses_bleu']['score']:.2f}** Moses-tokenized" in text
+    assert f"**{41.0 - final['moses_bleu']['score']:.2f} below the published 41.0**" in text
