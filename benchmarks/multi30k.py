@@ -130,9 +130,6 @@ def _choose_and_test(run: Path, data: Path, args: argparse.Namespace, tag: str) 
 def _test(run: Path, data: Path, args: argparse.Namespace, tag: str, n: int) -> dict | None:
     """Score test2016 once with RUN's average of its last N checkpoints (N chosen on valid)."""
     model = run / f"average-{tag}-last{n}.safetensors"
-    if not model.is_file():
-        print(f"multi30k: {model} is missing: the average chosen on valid cannot be tested")
-        return None
     scored = _score(model, data, "test", args.limit, run / f"evaluation-{tag}.json")
     if scored is None:
         return None
@@ -468,6 +465,10 @@ def main() -> int:
         if before is not None:  # a valid-only trial made a final: its choice stands
             n = before["averaged_checkpoints"]
             print(f"budget {budget:g}: the trial chose the last {n} on valid; test2016 once")
+            model = run / f"average-{_label(args, budget)}-last{n}.safetensors"
+            if not model.is_file():
+                print(f"multi30k: {model} is missing: the average chosen on valid cannot be tested")
+                return 1
             tested = _test(run, data, args, _label(args, budget), n)
             if tested is None:
                 return 1
