@@ -378,6 +378,12 @@ def round_two(recipe: Recipe, winner: Recipe) -> list[tuple[str, list[str]]]:
     return minute_finals(again, FINAL_MINUTES, tag=f"-dropout{winner.dropout:g}")
 
 
+# a run to convergence: at least 8,000 updates, checked on valid every 1,000, on while it rose
+# within the last 2,000; a checkpoint every 100 updates (the last 10 are 1,000 updates)
+CONVERGE = ["--steps", "8000", "--patience", "2000", "--check-every", "1000", "--save-every", "100"]
+CONVERGED_FINAL = "multi30k-converged.json"
+
+
 def finals(recipe: Recipe, minutes: float) -> list[tuple[str, list[str]]]:
     """The final runs of the chosen recipe, each scoring test2016 once: (results file, flags).
 
@@ -387,17 +393,7 @@ def finals(recipe: Recipe, minutes: float) -> list[tuple[str, list[str]]]:
     """
     out = minute_finals(recipe, minutes)
     converged = dataclasses.replace(recipe, lr_decay="rsqrt", seed=1).flags()
-    steps = [
-        "--steps",
-        "8000",
-        "--patience",
-        "2000",
-        "--check-every",
-        "1000",
-        "--save-every",
-        "100",
-    ]
-    out.append(("multi30k-converged.json", [*steps, *converged]))
+    out.append((CONVERGED_FINAL, [*CONVERGE, *converged]))
     return out
 
 
@@ -417,10 +413,8 @@ def converged_plan(
     valid only. The winner has the highest valid sacreBLEU with the averaging it chose; a tie
     keeps the earlier row. None while a row is missing.
     """
-    finals_ = finals(recipe, FINAL_MINUTES)
-    base_file, base_flags = finals_[-1]
-    base = dataclasses.replace(recipe, lr_decay="rsqrt", seed=1)
-    assert base.flags() == base_flags[-len(base.flags()) :]
+    base_file = CONVERGED_FINAL
+    base = dataclasses.replace(recipe, lr_decay="rsqrt", seed=1)  # as finals() trains it
     rows: list[tuple[Recipe, dict | None, str]] = []
     path = results / base_file
     final = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
@@ -514,13 +508,12 @@ def run_converged(recipe: Recipe, args: argparse.Namespace) -> int:
     with the average it chose, and the summary is copied to benchmarks/results/; then the
     60-minute finals of the search's recipe with the winner's dropout (round_two)."""
     trials_file = Path(args.converged_trials_file)
-    steps = finals(recipe, FINAL_MINUTES)[-1][1][:8]  # --steps 8000 --patience 2000 ...
     data = Path(args.runs) / f"data-bpe{recipe.vocab_size}"
 
     def command(r: Recipe) -> list[str]:
         run = Path(args.runs).parent / f"m30k-converged-dropout{r.dropout:g}"
         cmd = [sys.executable, str(ROOT / "benchmarks" / "multi30k.py"), "--run", str(run)]
-        cmd += ["--data", str(data), *steps, *r.flags(), "--average", "1", "3", "5", "10"]
+        cmd += ["--data", str(data), *CONVERGE, *r.flags(), "--average", "1", "3", "5", "10"]
         if args.multi30k_dir:
             cmd += ["--multi30k-dir", args.multi30k_dir]
         if args.threads:

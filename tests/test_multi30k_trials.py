@@ -508,6 +508,9 @@ def test_the_converged_dropout_round_runs_valid_only_then_tests_the_winner_once(
 
     monkeypatch.setattr(mt.subprocess, "call", call)
     assert mt.chosen_recipe(path, conv, results, M) == chosen  # the round is not complete
+    with pytest.raises(SystemExit):  # one after the other, not both at once
+        mt.main([*common, "--finals"])
+    assert "pass one" in capsys.readouterr().err
     assert mt.main(common) == 2  # the converged final first
     assert "run --finals first" in capsys.readouterr().out
     results.mkdir()
@@ -590,3 +593,17 @@ def test_what_the_converged_round_says_is_its_files() -> None:
     assert f"**{final['sacrebleu']['score']:.2f}** cased sacreBLEU" in text
     assert f"**{final['moses_bleu']['score']:.2f}** Moses-tokenized" in text
     assert f"**{41.0 - final['moses_bleu']['score']:.2f} below the published 41.0**" in text
+
+
+def test_every_recorded_trial_command_reruns_with_its_own_name() -> None:
+    """A trial's recorded command, split as a shell would, gives --record its whole name."""
+    import shlex
+
+    checked = 0
+    for path in (mt.TRIALS_FILE, mt.CONVERGED_TRIALS):
+        for record in mt.read_trials(path).values():
+            words = shlex.split(record.get("command", ""))
+            if "--record" in words:
+                assert words[words.index("--record") + 1] == record["name"], record["name"]
+                checked += 1
+    assert checked >= 2
