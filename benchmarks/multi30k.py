@@ -164,7 +164,10 @@ def _trained(run: Path, args: argparse.Namespace) -> float:
 def _train_to(run: Path, data: Path, args: argparse.Namespace, budget: float) -> bool:
     """Train RUN on (or start it) until it has used BUDGET; False when the training failed."""
     left = budget - _trained(run, args)
-    if left <= 0 and args.minutes:
+    # elapsed_s counts the steps, not the saves and logs, so a training that --max-minutes
+    # stopped ends a few seconds short of its budget by that clock: within 1% it is reached
+    near = bool(args.minutes) and left <= budget / 100
+    if near and (left <= 0 or _stop_reason(run) == "max_minutes"):
         return True
     if args.minutes:
         limit = ["--max-minutes", f"{left:.4f}", "--max-steps", "1000000"]
@@ -180,13 +183,23 @@ def _train_to(run: Path, data: Path, args: argparse.Namespace, budget: float) ->
     # --valid-every 0: the benchmark's own scoring is the validation (one decode per budget)
     if aiayn([*train, "--valid-every", "0", "--no-progress"]) != 0:
         return False
-    # SIGINT/SIGTERM: saved, then stopped with status 0; a budget of minutes is ended by
-    # --max-minutes at or after it (the 0.01 minutes allow the rounding of the flag above)
-    if _trained(run, args) < budget - (0.01 if args.minutes else 0):
+    # SIGINT/SIGTERM: saved, then stopped with status 0. A budget of updates is checked on
+    # the step, one of minutes by why the training stopped (see above)
+    short = _trained(run, args) < budget if args.steps else _stop_reason(run) != "max_minutes"
+    if short:
         unit = f"{budget:g} training minutes" if args.minutes else f"update {budget:,.0f}"
         print(f"multi30k: training stopped before {unit}; --resume goes on")
         return False
     return True
+
+
+def _stop_reason(run: Path) -> str:
+    """Why RUN's latest training stopped: "max_minutes", "max_steps", ... or "" (a signal)."""
+    from aiayn.train import read_metrics
+
+    stops = [e for e in read_metrics(run) if e.get("event") == "stop"]
+    reason = str(stops[-1].get("reason", "")) if stops else ""
+    return reason.removeprefix("reached ").split("=")[0] if reason.startswith("reached ") else ""
 
 
 def _converge(run: Path, data: Path, args: argparse.Namespace) -> bool:
