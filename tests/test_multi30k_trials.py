@@ -618,6 +618,11 @@ def test_what_the_converged_round_says_is_its_files() -> None:
     assert f"**{final['sacrebleu']['score']:.2f}** cased sacreBLEU" in text
     assert f"**{final['moses_bleu']['score']:.2f}** Moses-tokenized" in text
     assert f"**{41.0 - final['moses_bleu']['score']:.2f} below the published 41.0**" in text
+    # the round's 60-minute finals, each seed's cased and Moses figures and its steps
+    sixty = [json.loads((mt.RESULTS / f).read_text()) for f, _ in mt.round_two(search, chosen)]
+    assert " and ".join(f"**{r['sacrebleu']['score']:.2f}**" for r in sixty) in text
+    assert " and ".join(f"{r['moses_bleu']['score']:.2f}" for r in sixty) in text
+    assert " and ".join(f"{r['steps']:,}" for r in sixty) in text
 
 
 def test_every_recorded_trial_command_reruns_with_its_own_name() -> None:
