@@ -26,6 +26,12 @@ multi30k-converged-trials.jsonl). The highest valid figure among these and the c
 (dropout as the search chose) wins; a trial that wins is made a final by scoring test2016 once
 with the average it chose on valid (multi30k-converged-dropout{P}.json), and the 60-minute
 finals run again with its dropout (multi30k-final-60min-dropout{P}-seed1.json, ...-seed2.json).
+
+`--hour` is the third round: whole 60-minute trials, valid only, of recipes the 20-minute
+stages could not judge (a slow start that may pay within the hour), two seeds each, against the
+60-minute finals of the recipe chosen so far, whose valid figures were recorded before their
+test was read. The higher mean of two seeds' valid figures wins; a new winner's two trials are
+made its finals, each scoring test2016 once (multi30k-final-60min-{TAG}-seed1.json, ...).
 """
 
 from __future__ import annotations
@@ -339,26 +345,34 @@ def write_docs(
         converged = read_trials(converged_trials)
         body = converged_markdown(chosen, converged, results)
         text = _replace(text, CONVERGED_BEGIN, CONVERGED_END, body)
+    if HOUR_BEGIN in text:
+        body = hour_markdown(chosen, trials, results, converged_trials)
+        text = _replace(text, HOUR_BEGIN, HOUR_END, body)
     doc.write_text(text, encoding="utf-8")
 
 
-def run_trial(recipe: Recipe, minutes: float, args: argparse.Namespace) -> int:
-    """One trial: benchmarks/multi30k.py --no-test --record NAME (resumed if its run exists)."""
+def trial_command(recipe: Recipe, minutes: float, args: argparse.Namespace) -> list[str]:
+    """benchmarks/multi30k.py for RECIPE's trial in its own run under --runs (resumed if that
+    run exists): a valid-only trial with --no-test --record NAME, a trial made a final without."""
     name = trial_name(recipe, minutes)
     slug = name.replace(":", "").replace(",", "").replace(" ", "-").replace("--", "-")
     run = Path(args.runs) / slug
     cmd = [sys.executable, str(ROOT / "benchmarks" / "multi30k.py"), "--run", str(run)]
     cmd += ["--data", str(Path(args.runs) / f"data-bpe{recipe.vocab_size}")]
-    cmd += ["--minutes", f"{minutes:g}", "--no-test", "--record", name, *recipe.flags()]
-    cmd += ["--trials-file", str(args.trials_file), "--average", "1", "3", "5", "10"]
+    cmd += ["--minutes", f"{minutes:g}", *recipe.flags(), "--average", "1", "3", "5", "10"]
     if args.multi30k_dir:
         cmd += ["--multi30k-dir", args.multi30k_dir]
     if args.threads:
         cmd += ["--threads", str(args.threads)]
-    if run.exists():
-        cmd += ["--resume"]
+    return [*cmd, "--resume"] if run.exists() else cmd
+
+
+def run_trial(recipe: Recipe, minutes: float, args: argparse.Namespace) -> int:
+    """One trial: benchmarks/multi30k.py --no-test --record NAME (resumed if its run exists)."""
+    name = trial_name(recipe, minutes)
+    cmd = [*trial_command(recipe, minutes, args), "--no-test", "--record", name]
     print(f"trial: {name}", flush=True)
-    return subprocess.call(cmd)
+    return subprocess.call([*cmd, "--trials-file", str(args.trials_file)])
 
 
 def minute_finals(recipe: Recipe, minutes: float, tag: str = "") -> list[tuple[str, list[str]]]:
@@ -397,6 +411,23 @@ def finals(recipe: Recipe, minutes: float) -> list[tuple[str, list[str]]]:
     return out
 
 
+def final_as_trial(path: Path) -> dict | None:
+    """A final's results file read as a trial record: its valid figures (recorded before its
+    test was scored), the averaging it chose, its updates, minutes and curve; None if missing."""
+    if not path.is_file():
+        return None
+    final = json.loads(path.read_text(encoding="utf-8"))
+    return {
+        "valid_sacrebleu_by_averaged": {
+            n: v["sacrebleu"]["score"] for n, v in final["valid"].items()
+        },
+        "averaged_checkpoints": final["averaged_checkpoints"],
+        "steps": final["steps"],
+        "training_minutes": final["training_minutes"],
+        "curve": final.get("curve", []),
+    }
+
+
 def converged_name(recipe: Recipe) -> str:
     """A converged trial's name: trial_name with "converged" for the budget."""
     return "converged: " + trial_name(recipe, 0).split(": ", 1)[1]
@@ -416,19 +447,7 @@ def converged_plan(
     base_file = CONVERGED_FINAL
     base = dataclasses.replace(recipe, lr_decay="rsqrt", seed=1)  # as finals() trains it
     rows: list[tuple[Recipe, dict | None, str]] = []
-    path = results / base_file
-    final = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
-    if final is not None:
-        final = {
-            "valid_sacrebleu_by_averaged": {
-                n: v["sacrebleu"]["score"] for n, v in final["valid"].items()
-            },
-            "averaged_checkpoints": final["averaged_checkpoints"],
-            "steps": final["steps"],
-            "training_minutes": final["training_minutes"],
-            "curve": final.get("curve", []),
-        }
-    rows.append((base, final, base_file))
+    rows.append((base, final_as_trial(results / base_file), base_file))
     for p in CONVERGED_DROPOUTS:
         r = dataclasses.replace(base, dropout=p)
         if r != base:
@@ -448,11 +467,172 @@ def chosen_recipe(
 ) -> Recipe | None:
     """The recipe chosen on valid, benchmarks/multi30k.py's defaults: the search's, with the
     dropout the converged round chose once that round is complete (None before the search)."""
-    _, chosen, _ = plan(read_trials(trials_file), minutes)
+    trials = read_trials(trials_file)
+    _, chosen, _ = plan(trials, minutes)
     if chosen is None:
         return None
-    _, winner, _ = converged_plan(chosen, read_trials(converged_trials), results)
-    return chosen if winner is None else dataclasses.replace(chosen, dropout=winner.dropout)
+    incumbent, _ = hour_incumbent(chosen, results, converged_trials)
+    rows, best, _ = hour_plan(chosen, trials, results, converged_trials)
+    return incumbent if best is None else dataclasses.replace(rows[best][1], seed=1)
+
+
+# The hour round: whole 60-minute trials of recipes whose start is too slow for 20 minutes
+# to judge, two seeds each, against the 60-minute finals of the recipe chosen so far
+HOUR_MINUTES = 60.0
+HOUR_CANDIDATES: tuple[tuple[str, Recipe], ...] = (
+    # the published small Transformer's settings (Wu et al., ACL 2021; fairseq's
+    # transformer_tiny_wu2021): peak learning rate 5e-3 after 2,000 linear warm-up updates,
+    # then inverse square root, which is Eq. (3) times 2.53 for d_model 128; 4,096-token
+    # batches; dropout 0.3; the search's shape and BPE
+    ("published", Recipe("small", 4096, 2.53, 2000, "rsqrt", 0.3, 10000)),
+)
+HOUR_BEGIN = "<!-- hour: benchmarks/multi30k_trials.py --docs -->"
+HOUR_END = "<!-- /hour -->"
+
+
+def hour_incumbent(
+    recipe: Recipe, results: Path = RESULTS, converged_trials: Path = CONVERGED_TRIALS
+) -> tuple[Recipe, list[str]]:
+    """(the recipe chosen before the hour round, its 60-minute finals' results files): the
+    search's RECIPE with the dropout the converged round chose, once that round is complete."""
+    _, winner, _ = converged_plan(recipe, read_trials(converged_trials), results)
+    if winner is None or winner.dropout == recipe.dropout:
+        return recipe, [name for name, _ in minute_finals(recipe, FINAL_MINUTES)]
+    again = dataclasses.replace(recipe, dropout=winner.dropout)
+    return again, [name for name, _ in round_two(recipe, winner)]
+
+
+def hour_final_names(tag: str) -> list[str]:
+    return [f"multi30k-final-{HOUR_MINUTES:g}min-{tag}-seed{seed}.json" for seed in FINAL_SEEDS]
+
+
+HourRow = tuple[str, Recipe, list[dict | None], list[str]]
+
+
+def hour_plan(
+    recipe: Recipe,
+    trials: dict[str, dict],
+    results: Path = RESULTS,
+    converged_trials: Path = CONVERGED_TRIALS,
+) -> tuple[list[HourRow], int | None, list[Recipe]]:
+    """((tag, recipe, its two seeds' valid records or None, where each is recorded) per recipe,
+    the winner's row or None, the trials to run).
+
+    The first row is the recipe chosen so far, read from its 60-minute finals (their valid
+    figures); the others are HOUR_CANDIDATES, read from the trials of 60 minutes, seed 1 and 2.
+    The winner has the highest mean of its two seeds' figures (valid sacreBLEU with the
+    averaging each chose); a tie keeps the earlier row. None while a record is missing.
+    """
+    incumbent, names = hour_incumbent(recipe, results, converged_trials)
+    rows: list[HourRow] = [
+        ("chosen so far", incumbent, [final_as_trial(results / n) for n in names], names)
+    ]
+    missing = []
+    for tag, candidate in HOUR_CANDIDATES:
+        seeds = [dataclasses.replace(candidate, seed=s) for s in FINAL_SEEDS]
+        recs = [trials.get(trial_name(r, HOUR_MINUTES)) for r in seeds]
+        missing += [r for r, rec in zip(seeds, recs, strict=True) if rec is None]
+        rows.append((tag, candidate, recs, [TRIALS_FILE.name] * len(seeds)))
+    if missing or any(rec is None for rec in rows[0][2]):
+        return rows, None, missing
+
+    def mean(row: HourRow) -> float:
+        return sum(score(rec) for rec in row[2] if rec is not None) / len(row[2])
+
+    return rows, max(range(len(rows)), key=lambda i: (mean(rows[i]), -i)), []
+
+
+def hour_markdown(
+    recipe: Recipe | None,
+    trials: dict[str, dict],
+    results: Path = RESULTS,
+    converged_trials: Path = CONVERGED_TRIALS,
+) -> str:
+    """The hour round as docs/training.md shows it: a row per recipe and seed with its updates,
+    minutes and valid sacreBLEU by the number averaged (the chosen one in bold), the means of
+    two seeds, the winner, and the winner's finals once recorded."""
+    if recipe is None:
+        return "The search has not chosen yet.\n"
+    rows, best, missing = hour_plan(recipe, trials, results, converged_trials)
+    out = [
+        "| recipe | flags | seed | recorded in | updates | training minutes "
+        "| valid sacreBLEU by last N averaged |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    means = []
+    for tag, r, recs, where in rows:
+        flags = " ".join(r.flags()[:-2])
+        for seed, rec, file in zip(FINAL_SEEDS, recs, where, strict=True):
+            if rec is None:
+                out.append(f"| {tag} | `{flags}` | {seed} | to run | | | |")
+                continue
+            chosen_n = str(rec["averaged_checkpoints"])
+            valid = ", ".join(
+                f"**{n}: {v:.2f}**" if n == chosen_n else f"{n}: {v:.2f}"
+                for n, v in sorted(
+                    rec["valid_sacrebleu_by_averaged"].items(), key=lambda kv: int(kv[0])
+                )
+            )
+            minutes = f"{rec['training_minutes']:.1f}"
+            out.append(
+                f"| {tag} | `{flags}` | {seed} | `{file}` | {rec['steps']:,} | {minutes} "
+                f"| {valid} |"
+            )
+        if all(rec is not None for rec in recs):
+            means.append(f"{tag} {sum(score(x) for x in recs if x is not None) / len(recs):.2f}")
+    out.append("")
+    if means:
+        out.append(f"Means of the two seeds' figures: {'; '.join(means)}.")
+    if best is None:
+        out.append(f"Chosen on valid: not yet, {len(missing)} trial(s) to run.")
+        return "\n".join(out) + "\n"
+    tag = rows[best][0]
+    out.append(f"Chosen on valid: {tag}.")
+    if best != 0:
+        out[-1] += " Its two trials made its finals, each scoring test2016 once:"
+        out.append("")
+        out.append(finals_table(hour_final_names(tag), results, curves_too=False).rstrip("\n"))
+    return "\n".join(out) + "\n"
+
+
+def run_hour(recipe: Recipe, args: argparse.Namespace) -> int:
+    """Run (or resume) each missing trial of the hour round, valid only; then, if a candidate
+    won on valid, make its two trials its finals: each run resumed without --no-test scores
+    test2016 once with the average it chose, and its summary is copied to benchmarks/results/."""
+    trials_file, results = Path(args.trials_file), Path(args.results)
+    converged = Path(args.converged_trials_file)
+    while True:
+        rows, best, missing = hour_plan(recipe, read_trials(trials_file), results, converged)
+        if any(rec is None for rec in rows[0][2]):
+            names = ", ".join(rows[0][3])
+            print(f"multi30k_trials: {names} missing: run --finals and --converged first")
+            return 2
+        if not missing:
+            break
+        if run_trial(missing[0], HOUR_MINUTES, args) != 0:
+            print(f"multi30k_trials: the trial failed: {trial_name(missing[0], HOUR_MINUTES)}")
+            return 1
+    assert best is not None
+    tag, winner, _, _ = rows[best]
+    print(f"chosen on valid: {tag}", flush=True)
+    if best == 0:
+        print("final: the recipe chosen so far keeps its 60-minute finals")
+        return 0
+    for seed, name in zip(FINAL_SEEDS, hour_final_names(tag), strict=True):
+        target = results / name
+        if target.is_file():
+            print(f"final: {name} recorded before, kept", flush=True)
+            continue
+        cmd = trial_command(dataclasses.replace(winner, seed=seed), HOUR_MINUTES, args)
+        if "--resume" not in cmd:
+            print("final: the trial's run is not here: it trains again with the same seed")
+        if subprocess.call(cmd) != 0:
+            print(f"multi30k_trials: the final failed: {name}")
+            return 1
+        run = Path(cmd[cmd.index("--run") + 1])
+        shutil.copyfile(run / "multi30k.json", target)
+        print(f"final: {target} written", flush=True)
+    return 0
 
 
 def converged_final_file(recipe: Recipe) -> str:
@@ -609,6 +789,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="after the finals: dropout 0.2 and 0.3 to convergence on valid; the winner's finals",
     )
+    ap.add_argument(
+        "--hour",
+        action="store_true",
+        help="after --converged: 60-minute trials of other recipes on valid; a winner's finals",
+    )
     ap.add_argument("--trials-file", default=str(TRIALS_FILE), help=argparse.SUPPRESS)
     ap.add_argument(
         "--converged-trials-file", default=str(CONVERGED_TRIALS), help=argparse.SUPPRESS
@@ -617,8 +802,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.minutes <= 0 or args.max_trials < 0:
         ap.error("--minutes must be positive and --max-trials >= 0")
-    if args.finals and args.converged:
-        ap.error("--finals and --converged are run one after the other: pass one")
+    if args.finals + args.converged + args.hour > 1:
+        ap.error("--finals, --converged and --hour are run one after the other: pass one")
     path = Path(args.trials_file)
     if args.docs:
         write_docs(
@@ -629,14 +814,15 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(f"{DOCS.relative_to(ROOT)}: the trials table written from {path.name}")
         return 0
-    if args.finals or args.converged:
+    if args.finals or args.converged or args.hour:
         _, chosen, missing = plan(read_trials(path), args.minutes)
         if chosen is None:
             print(f"multi30k_trials: the search is not finished ({len(missing)} trial(s) to run)")
             return 2
-        flag = "--finals" if args.finals else "--converged"
+        flag = "--finals" if args.finals else "--converged" if args.converged else "--hour"
+        stage = run_finals if args.finals else run_converged if args.converged else run_hour
         try:
-            return run_finals(chosen, args) if args.finals else run_converged(chosen, args)
+            return stage(chosen, args)
         except KeyboardInterrupt:
             print(f"multi30k_trials: interrupted; run it again with {flag} to go on")
             return 130

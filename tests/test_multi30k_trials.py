@@ -404,6 +404,30 @@ def test_a_training_stopped_before_its_budget_stops_the_benchmark(monkeypatch, c
         multi30k._train_to(Path("r"), Path("d"), args, 2.0)
 
 
+def test_the_training_wall_time_sums_every_command_of_the_run(monkeypatch, tmp_path) -> None:
+    """training_command_minutes counts every `aiayn train` of RUN, resumes included: counting
+    the last command alone gave a final resumed to score test 0.00004 minutes."""
+    run = tmp_path / "run"
+    run.mkdir()
+    step = {"now": 0}
+
+    def train(argv: list[str]) -> int:
+        step["now"] = int(argv[argv.index("--max-steps") + 1])
+        return 0
+
+    clock = iter([10.0, 40.0, 100.0, 145.0])
+    monkeypatch.setattr(multi30k.time, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(multi30k, "aiayn", train)
+    monkeypatch.setattr(multi30k, "_meta", lambda r: {"step": step["now"], "elapsed_s": 1.0})
+    args = multi30k._parser().parse_args(["--steps", "1000", "2000"])
+    assert multi30k._train_to(run, Path("d"), args, 1000.0) is True
+    assert multi30k._wall(run) == 30.0
+    assert multi30k._train_to(run, Path("d"), args, 2000.0) is True  # a resume: 45 s more
+    assert multi30k._wall(run) == 75.0
+    (run / multi30k.WALL_FILE).write_text("not json")
+    assert multi30k._wall(run) == 0.0  # unreadable: counted from here on, not a traceback
+
+
 def test_the_stop_reason_is_read_from_the_runs_metrics(tmp_path) -> None:
     """The last stop event of RUN/metrics.jsonl says why the latest training ended."""
     metrics = tmp_path / "metrics.jsonl"
@@ -637,3 +661,116 @@ def test_every_recorded_trial_command_reruns_with_its_own_name() -> None:
                 assert words[words.index("--record") + 1] == record["name"], record["name"]
                 checked += 1
     assert checked >= 2
+
+
+def final_record(valid: float, steps: int = 15000) -> dict:
+    """A 60-minute final's results file as benchmarks/multi30k.py writes it (the fields read)."""
+    return {
+        "valid": {"1": {"sacrebleu": {"score": valid - 0.5}}, "5": {"sacrebleu": {"score": valid}}},
+        "averaged_checkpoints": 5,
+        "steps": steps,
+        "training_minutes": 60.0,
+        "sacrebleu": {"score": valid - 1, "signature": "c"},
+        "lowercase_bleu": {"score": valid - 0.5, "signature": "l"},
+        "moses_bleu": {"score": valid - 0.25, "tokenizer": "m", "lang": "de"},
+        "chrf": {"score": 62.0},
+        "machine": {"matmul_peak_gflops": 330.0},
+    }
+
+
+def test_the_hour_round_trains_two_seeds_on_valid_then_tests_a_winners_trials_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--hour runs each candidate's 60-minute trials (seeds 1 and 2, --no-test) against the
+    60-minute finals of the recipe chosen so far; the higher mean of two seeds wins; a winning
+    candidate's own trial runs are resumed without --no-test (test2016 once) and copied; the
+    winner becomes the recipe chosen; nothing recorded runs again."""
+    path, conv, results = tmp_path / "t.jsonl", tmp_path / "c.jsonl", tmp_path / "results"
+    runs = tmp_path / "runs" / "m30k-trials"
+    common = ["--trials-file", str(path), "--converged-trials-file", str(conv)]
+    common += ["--results", str(results), "--runs", str(runs), "--hour"]
+    trials: dict = {}
+    fill(trials, value=lambda r: fake(dataclasses.replace(r, dropout=0.1)))
+    path.write_text("".join(json.dumps(t) + "\n" for t in trials.values()))
+    _, chosen, _ = mt.plan(trials, M)
+    assert chosen is not None
+    tag, published = mt.HOUR_CANDIDATES[0]
+    assert tag == "published"
+    assert published.flags()[:-2] == [
+        *("--shape", "small", "--max-tokens", "4096", "--lr-scale", "2.53", "--warmup", "2000"),
+        *("--lr-decay", "rsqrt", "--dropout", "0.3", "--vocab-size", "10000"),
+    ]
+    figures = {"1": 41.0, "2": 40.5}
+    calls: list[list[str]] = []
+
+    def call(cmd: list[str]) -> int:  # benchmarks/multi30k.py: a trial records, a final tests
+        calls.append(cmd)
+        run = Path(cmd[cmd.index("--run") + 1])
+        run.mkdir(parents=True, exist_ok=True)
+        seed = cmd[cmd.index("--seed") + 1]
+        if "--no-test" in cmd:
+            name = cmd[cmd.index("--record") + 1]
+            assert name == mt.trial_name(dataclasses.replace(published, seed=int(seed)), 60)
+            rec = {"name": name, "valid_sacrebleu_by_averaged": {"3": figures[seed]}}
+            rec |= {"averaged_checkpoints": 3, "steps": 7800, "training_minutes": 59.97}
+            with path.open("a") as f:
+                f.write(json.dumps(rec) + "\n")
+        else:
+            (run / "multi30k.json").write_text(json.dumps(final_record(figures[seed], 7800)))
+        return 0
+
+    monkeypatch.setattr(mt.subprocess, "call", call)
+    assert mt.main(common) == 2  # the finals of the recipe chosen so far come first
+    assert "run --finals and --converged first" in capsys.readouterr().out
+    assert calls == []
+    results.mkdir()
+    (results / "multi30k-converged.json").write_text(json.dumps(final_record(39.0)))
+    conv.write_text(  # the converged round kept the search's dropout: its finals stand
+        "".join(
+            json.dumps(converged_record(dataclasses.replace(chosen, dropout=p), 38.0)) + "\n"
+            for p in mt.CONVERGED_DROPOUTS
+        )
+    )
+    for seed, valid in ((1, 40.0), (2, 40.5)):
+        (results / f"multi30k-final-60min-seed{seed}.json").write_text(
+            json.dumps(final_record(valid))
+        )
+    assert mt.chosen_recipe(path, conv, results, M) == chosen  # the round is not complete
+    assert mt.main(common) == 0
+    assert ["--no-test" in c for c in calls] == [True, True, False, False]
+    assert [c[c.index("--seed") + 1] for c in calls] == ["1", "2", "1", "2"]
+    assert all(c[c.index("--minutes") + 1] == "60" for c in calls)
+    assert all(c[-1] == "--resume" for c in calls[2:])  # the trials' own runs, test once each
+    assert [c[c.index("--run") + 1] for c in calls[2:]] == [
+        c[c.index("--run") + 1] for c in calls[:2]
+    ]
+    names = sorted(p.name for p in results.glob("multi30k-final-60min-published-*"))
+    assert names == [
+        "multi30k-final-60min-published-seed1.json",
+        "multi30k-final-60min-published-seed2.json",
+    ]
+    assert mt.chosen_recipe(path, conv, results, M) == published
+    table = mt.hour_markdown(chosen, mt.read_trials(path), results, conv)
+    rows = table.splitlines()
+    flags = " ".join(chosen.flags()[:-2])
+    assert rows[2] == (
+        f"| chosen so far | `{flags}` | 1 | `multi30k-final-60min-seed1.json` | 15,000 | 60.0 "
+        "| 1: 39.50, **5: 40.00** |"
+    )
+    assert rows[4].startswith(f"| published | `{' '.join(published.flags()[:-2])}` | 1 | ")
+    assert rows[4].endswith("| 7,800 | 60.0 | **3: 41.00** |")
+    assert "Means of the two seeds' figures: chosen so far 40.25; published 40.75." in rows
+    assert "Chosen on valid: published. Its two trials made its finals" in table
+    assert "| `multi30k-final-60min-published-seed1.json` | 7,800 | 60.0 |" in table
+    assert mt.main(common) == 0  # everything is recorded: nothing runs again
+    assert len(calls) == 4
+    # the recipe chosen so far wins (a tie keeps it): no trial is tested
+    figures.update({"1": 40.0, "2": 40.5})
+    path.write_text("".join(json.dumps(t) + "\n" for t in trials.values()))
+    for p in results.glob("multi30k-final-60min-published-*"):
+        p.unlink()
+    assert mt.main(common) == 0
+    assert ["--no-test" in c for c in calls[4:]] == [True, True]
+    assert "keeps its 60-minute finals" in capsys.readouterr().out
+    assert mt.chosen_recipe(path, conv, results, M) == chosen
+    assert not list(results.glob("multi30k-final-60min-published-*"))
