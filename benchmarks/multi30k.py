@@ -175,7 +175,8 @@ def _train_to(run: Path, data: Path, args: argparse.Namespace, budget: float) ->
     else:
         if left <= 0:
             return True
-        limit = ["--max-steps", f"{budget:.0f}"]
+        # no minutes limit: a run resumed from a --minutes trial keeps that trial's otherwise
+        limit = ["--max-steps", f"{budget:.0f}", "--max-minutes", "0"]
         every = ["--save-every-steps", str(args.save_every), "--save-every-minutes", "0"]
     train = ["train", "--data", str(data), "--run", str(run), *limit, *every]
     resumed = _meta(run)["step"] > 0

@@ -502,6 +502,10 @@ def hour_incumbent(
     return again, [name for name, _ in round_two(recipe, winner)]
 
 
+def hour_converged_final(tag: str) -> str:
+    return f"multi30k-converged-{tag}.json"
+
+
 def hour_final_names(tag: str) -> list[str]:
     return [f"multi30k-final-{HOUR_MINUTES:g}min-{tag}-seed{seed}.json" for seed in FINAL_SEEDS]
 
@@ -540,6 +544,33 @@ def hour_plan(
         return sum(score(rec) for rec in row[2] if rec is not None) / len(row[2])
 
     return rows, max(range(len(rows)), key=lambda i: (mean(rows[i]), -i)), []
+
+
+ConvergedRow = tuple[str, Recipe, dict | None, str]
+
+
+def hour_converged_plan(
+    recipe: Recipe, converged: dict[str, dict], results: Path = RESULTS
+) -> tuple[list[ConvergedRow], int | None, list[Recipe]]:
+    """The hour round's converged half: ((tag, recipe, valid record or None, where recorded)
+    per recipe, the winner's row or None, the trials to run). The first row is the converged
+    round's winner; the others are HOUR_CANDIDATES trained to convergence (seed 1, valid only,
+    in multi30k-converged-trials.jsonl). The highest valid figure wins; a tie keeps the earlier
+    row. No rows before the converged round has chosen."""
+    rows_before, winner, _ = converged_plan(recipe, converged, results)
+    if winner is None:
+        return [], None, []
+    rec, where = next((rec, w) for r, rec, w in rows_before if r == winner)
+    rows: list[ConvergedRow] = [("chosen so far", winner, rec, where)]
+    missing = []
+    for tag, candidate in HOUR_CANDIDATES:
+        r = dataclasses.replace(candidate, seed=1)
+        rec = converged.get(converged_name(r))
+        missing += [r] if rec is None else []
+        rows.append((tag, r, rec, CONVERGED_TRIALS.name))
+    if missing:
+        return rows, None, missing
+    return rows, max(range(len(rows)), key=lambda i: (score(rows[i][2]), -i)), []  # type: ignore[arg-type]
 
 
 def hour_markdown(
@@ -585,49 +616,126 @@ def hour_markdown(
         out.append(f"Means of the two seeds' figures: {'; '.join(means)}.")
     if best is None:
         out.append(f"Chosen on valid: not yet, {len(missing)} trial(s) to run.")
+    else:
+        tag = rows[best][0]
+        out.append(f"Chosen on valid: {tag}.")
+        if best != 0:
+            out[-1] += " Its two trials made its finals, each scoring test2016 once:"
+            out.append("")
+            names = hour_final_names(tag)
+            out.append(finals_table(names, results, curves_too=False).rstrip("\n"))
+    out += ["", _hour_converged_markdown(recipe, converged_trials, results).rstrip("\n")]
+    return "\n".join(out) + "\n"
+
+
+def _hour_converged_markdown(recipe: Recipe, converged_trials: Path, results: Path) -> str:
+    """hour_markdown's converged half: a row per recipe trained to convergence, its updates,
+    minutes, valid sacreBLEU by the number averaged and curve; the winner; its final."""
+    rows, best, missing = hour_converged_plan(recipe, read_trials(converged_trials), results)
+    if not rows:
+        return "To convergence: after the converged round has chosen.\n"
+    out = [
+        "To convergence (at least 8,000 updates, then on while valid rose within 2,000):",
+        "",
+        "| recipe | flags | recorded in | updates | training minutes "
+        "| valid sacreBLEU by last N averaged | latest checkpoint alone at each check |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for tag, r, rec, where in rows:
+        flags = " ".join(r.flags()[:-2])
+        if rec is None:
+            out.append(f"| {tag} | `{flags}` | to run | | | | |")
+            continue
+        chosen_n = str(rec["averaged_checkpoints"])
+        valid = ", ".join(
+            f"**{n}: {v:.2f}**" if n == chosen_n else f"{n}: {v:.2f}"
+            for n, v in sorted(
+                rec["valid_sacrebleu_by_averaged"].items(), key=lambda kv: int(kv[0])
+            )
+        )
+        curve = ", ".join(f"{c['step']:,}: {c['valid_sacrebleu']:.2f}" for c in rec["curve"])
+        out.append(
+            f"| {tag} | `{flags}` | `{where}` | {rec['steps']:,} "
+            f"| {rec['training_minutes']:.1f} | {valid} | {curve} |"
+        )
+    out.append("")
+    if best is None:
+        out.append(f"Chosen on valid: not yet, {len(missing)} trial(s) to run.")
         return "\n".join(out) + "\n"
     tag = rows[best][0]
     out.append(f"Chosen on valid: {tag}.")
     if best != 0:
-        out[-1] += " Its two trials made its finals, each scoring test2016 once:"
+        out[-1] += " Its run made its final, scoring test2016 once:"
         out.append("")
-        out.append(finals_table(hour_final_names(tag), results, curves_too=False).rstrip("\n"))
+        table = finals_table([hour_converged_final(tag)], results, curves_too=False)
+        out.append(table.rstrip("\n"))
     return "\n".join(out) + "\n"
 
 
 def run_hour(recipe: Recipe, args: argparse.Namespace) -> int:
-    """Run (or resume) each missing trial of the hour round, valid only; then, if a candidate
-    won on valid, make its two trials its finals: each run resumed without --no-test scores
-    test2016 once with the average it chose, and its summary is copied to benchmarks/results/."""
+    """Run (or resume) each missing trial of the hour round, valid only, a candidate at a time:
+    its 60-minute trial with seed 1, its run to convergence (started from that trial's run),
+    its 60-minute trial with seed 2. Then each half's winner, if a candidate, is made a final
+    without training again: its runs resumed without --no-test score test2016 once with the
+    average each chose on valid, and their summaries are copied to benchmarks/results/."""
     trials_file, results = Path(args.trials_file), Path(args.results)
-    converged = Path(args.converged_trials_file)
+    conv_file = Path(args.converged_trials_file)
     while True:
-        rows, best, missing = hour_plan(recipe, read_trials(trials_file), results, converged)
-        if any(rec is None for rec in rows[0][2]):
+        rows, best, missing = hour_plan(recipe, read_trials(trials_file), results, conv_file)
+        crows, cbest, cmissing = hour_converged_plan(recipe, read_trials(conv_file), results)
+        if any(rec is None for rec in rows[0][2]) or not crows:
             names = ", ".join(rows[0][3])
-            print(f"multi30k_trials: {names} missing: run --finals and --converged first")
+            print(f"multi30k_trials: the round before is incomplete ({names} and the converged")
+            print("round's choice): run --finals and --converged first")
             return 2
-        if not missing:
+        todo: list[tuple[str, str, Recipe]] = []
+        for tag, candidate in HOUR_CANDIDATES:
+            first, second = (dataclasses.replace(candidate, seed=s) for s in FINAL_SEEDS)
+            todo += [("hour", tag, first)] if first in missing else []
+            todo += [("converged", tag, first)] if first in cmissing else []
+            todo += [("hour", tag, second)] if second in missing else []
+        if not todo:
             break
-        if run_trial(missing[0], HOUR_MINUTES, args) != 0:
-            print(f"multi30k_trials: the trial failed: {trial_name(missing[0], HOUR_MINUTES)}")
+        kind, tag, r = todo[0]
+        if kind == "hour":
+            if run_trial(r, HOUR_MINUTES, args) != 0:
+                print(f"multi30k_trials: the trial failed: {trial_name(r, HOUR_MINUTES)}")
+                return 1
+            continue
+        cmd = converged_command(r, tag, args)
+        run = Path(cmd[cmd.index("--run") + 1])
+        trial = trial_command(r, HOUR_MINUTES, args)
+        trial_run = Path(trial[trial.index("--run") + 1])
+        if "--resume" not in cmd and start_from(trial_run, run):
+            print(f"converged trial: starts from {trial_run.name}'s latest checkpoint")
+            cmd.append("--resume")
+        cmd += ["--no-test", "--record", converged_name(r), "--trials-file", str(conv_file)]
+        print(f"converged trial: {converged_name(r)}", flush=True)
+        if subprocess.call(cmd) != 0:
+            print(f"multi30k_trials: the converged trial failed: {converged_name(r)}")
             return 1
     assert best is not None
-    tag, winner, _, _ = rows[best]
-    print(f"chosen on valid: {tag}", flush=True)
-    if best == 0:
-        print("final: the recipe chosen so far keeps its 60-minute finals")
-        return 0
-    for seed, name in zip(FINAL_SEEDS, hour_final_names(tag), strict=True):
-        target = results / name
+    assert cbest is not None
+    finals: list[tuple[list[str], Path]] = []
+    print(f"chosen on valid, 60 minutes: {rows[best][0]}; converged: {crows[cbest][0]}")
+    if best != 0:
+        tag, winner, _, _ = rows[best]
+        for seed, name in zip(FINAL_SEEDS, hour_final_names(tag), strict=True):
+            cmd = trial_command(dataclasses.replace(winner, seed=seed), HOUR_MINUTES, args)
+            finals.append((cmd, results / name))
+    if cbest != 0:
+        tag, winner, _, _ = crows[cbest]
+        finals.append((converged_command(winner, tag, args), results / hour_converged_final(tag)))
+    if not finals:
+        print("final: the recipes chosen so far keep their finals")
+    for cmd, target in finals:
         if target.is_file():
-            print(f"final: {name} recorded before, kept", flush=True)
+            print(f"final: {target.name} recorded before, kept", flush=True)
             continue
-        cmd = trial_command(dataclasses.replace(winner, seed=seed), HOUR_MINUTES, args)
         if "--resume" not in cmd:
             print("final: the trial's run is not here: it trains again with the same seed")
         if subprocess.call(cmd) != 0:
-            print(f"multi30k_trials: the final failed: {name}")
+            print(f"multi30k_trials: the final failed: {target.name}")
             return 1
         run = Path(cmd[cmd.index("--run") + 1])
         shutil.copyfile(run / "multi30k.json", target)
@@ -688,17 +796,9 @@ def run_converged(recipe: Recipe, args: argparse.Namespace) -> int:
     with the average it chose, and the summary is copied to benchmarks/results/; then the
     60-minute finals of the search's recipe with the winner's dropout (round_two)."""
     trials_file = Path(args.converged_trials_file)
-    data = Path(args.runs) / f"data-bpe{recipe.vocab_size}"
 
     def command(r: Recipe) -> list[str]:
-        run = Path(args.runs).parent / f"m30k-converged-dropout{r.dropout:g}"
-        cmd = [sys.executable, str(ROOT / "benchmarks" / "multi30k.py"), "--run", str(run)]
-        cmd += ["--data", str(data), *CONVERGE, *r.flags(), "--average", "1", "3", "5", "10"]
-        if args.multi30k_dir:
-            cmd += ["--multi30k-dir", args.multi30k_dir]
-        if args.threads:
-            cmd += ["--threads", str(args.threads)]
-        return [*cmd, "--resume"] if run.exists() else cmd
+        return converged_command(r, f"dropout{r.dropout:g}", args)
 
     while True:
         rows, chosen, missing = converged_plan(recipe, read_trials(trials_file), Path(args.results))
@@ -731,6 +831,36 @@ def run_converged(recipe: Recipe, args: argparse.Namespace) -> int:
         shutil.copyfile(run / "multi30k.json", target)
         print(f"final: {target} written", flush=True)
     return run_finals(recipe, args, round_two(recipe, chosen))
+
+
+def converged_command(recipe: Recipe, tag: str, args: argparse.Namespace) -> list[str]:
+    """benchmarks/multi30k.py training RECIPE to convergence in m30k-converged-{TAG} beside
+    --runs (resumed if that run exists); a trial adds --no-test --record NAME."""
+    run = Path(args.runs).parent / f"m30k-converged-{tag}"
+    data = Path(args.runs) / f"data-bpe{recipe.vocab_size}"
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "multi30k.py"), "--run", str(run)]
+    cmd += ["--data", str(data), *CONVERGE, *recipe.flags(), "--average", "1", "3", "5", "10"]
+    if args.multi30k_dir:
+        cmd += ["--multi30k-dir", args.multi30k_dir]
+    if args.threads:
+        cmd += ["--threads", str(args.threads)]
+    return [*cmd, "--resume"] if run.exists() else cmd
+
+
+def start_from(trial_run: Path, run: Path) -> bool:
+    """Start RUN from TRIAL_RUN's latest checkpoint (with its config and metrics): a run to
+    convergence of the same recipe and seed trains the same first updates, and resuming is
+    exact, so the updates a 60-minute trial made are not made again. False if TRIAL_RUN has no
+    checkpoint (RUN is then not created)."""
+    pointer = trial_run / "checkpoints" / "latest"
+    if not pointer.is_file():
+        return False
+    latest = pointer.read_text(encoding="utf-8").strip()
+    shutil.copytree(trial_run / "checkpoints" / latest, run / "checkpoints" / latest)
+    (run / "checkpoints" / "latest").write_text(latest + "\n", encoding="utf-8")
+    for name in ("config.json", "metrics.jsonl"):
+        shutil.copyfile(trial_run / name, run / name)
+    return True
 
 
 def run_finals(

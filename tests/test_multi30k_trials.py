@@ -681,10 +681,12 @@ def final_record(valid: float, steps: int = 15000) -> dict:
 def test_the_hour_round_trains_two_seeds_on_valid_then_tests_a_winners_trials_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """--hour runs each candidate's 60-minute trials (seeds 1 and 2, --no-test) against the
-    60-minute finals of the recipe chosen so far; the higher mean of two seeds wins; a winning
-    candidate's own trial runs are resumed without --no-test (test2016 once) and copied; the
-    winner becomes the recipe chosen; nothing recorded runs again."""
+    """--hour runs each candidate's 60-minute trial with seed 1, its run to convergence, then
+    its 60-minute trial with seed 2 (all --no-test), against the 60-minute finals and the
+    converged winner of the rounds before; the higher mean of two seeds (60 minutes) and the
+    higher figure (converged) win; a winning candidate's own runs are resumed without --no-test
+    (test2016 once) and copied; the 60-minute winner becomes the recipe chosen; nothing
+    recorded runs again."""
     path, conv, results = tmp_path / "t.jsonl", tmp_path / "c.jsonl", tmp_path / "results"
     runs = tmp_path / "runs" / "m30k-trials"
     common = ["--trials-file", str(path), "--converged-trials-file", str(conv)]
@@ -700,7 +702,7 @@ def test_the_hour_round_trains_two_seeds_on_valid_then_tests_a_winners_trials_on
         *("--shape", "small", "--max-tokens", "4096", "--lr-scale", "2.53", "--warmup", "2000"),
         *("--lr-decay", "rsqrt", "--dropout", "0.3", "--vocab-size", "10000"),
     ]
-    figures = {"1": 41.0, "2": 40.5}
+    figures = {"1": 41.0, "2": 40.5, "converged": 41.25}
     calls: list[list[str]] = []
 
     def call(cmd: list[str]) -> int:  # benchmarks/multi30k.py: a trial records, a final tests
@@ -708,19 +710,19 @@ def test_the_hour_round_trains_two_seeds_on_valid_then_tests_a_winners_trials_on
         run = Path(cmd[cmd.index("--run") + 1])
         run.mkdir(parents=True, exist_ok=True)
         seed = cmd[cmd.index("--seed") + 1]
+        key = "converged" if "--steps" in cmd else seed
         if "--no-test" in cmd:
-            name = cmd[cmd.index("--record") + 1]
-            assert name == mt.trial_name(dataclasses.replace(published, seed=int(seed)), 60)
-            rec = {"name": name, "valid_sacrebleu_by_averaged": {"3": figures[seed]}}
-            rec |= {"averaged_checkpoints": 3, "steps": 7800, "training_minutes": 59.97}
-            with path.open("a") as f:
+            rec = {"name": cmd[cmd.index("--record") + 1], "averaged_checkpoints": 3}
+            rec |= {"valid_sacrebleu_by_averaged": {"3": figures[key]}, "steps": 7800}
+            rec |= {"training_minutes": 59.97, "curve": [{"step": 8000, "valid_sacrebleu": 40.0}]}
+            with Path(cmd[cmd.index("--trials-file") + 1]).open("a") as f:
                 f.write(json.dumps(rec) + "\n")
         else:
-            (run / "multi30k.json").write_text(json.dumps(final_record(figures[seed], 7800)))
+            (run / "multi30k.json").write_text(json.dumps(final_record(figures[key], 7800)))
         return 0
 
     monkeypatch.setattr(mt.subprocess, "call", call)
-    assert mt.main(common) == 2  # the finals of the recipe chosen so far come first
+    assert mt.main(common) == 2  # the rounds before come first
     assert "run --finals and --converged first" in capsys.readouterr().out
     assert calls == []
     results.mkdir()
@@ -737,15 +739,19 @@ def test_the_hour_round_trains_two_seeds_on_valid_then_tests_a_winners_trials_on
         )
     assert mt.chosen_recipe(path, conv, results, M) == chosen  # the round is not complete
     assert mt.main(common) == 0
-    assert ["--no-test" in c for c in calls] == [True, True, False, False]
-    assert [c[c.index("--seed") + 1] for c in calls] == ["1", "2", "1", "2"]
-    assert all(c[c.index("--minutes") + 1] == "60" for c in calls)
-    assert all(c[-1] == "--resume" for c in calls[2:])  # the trials' own runs, test once each
-    assert [c[c.index("--run") + 1] for c in calls[2:]] == [
-        c[c.index("--run") + 1] for c in calls[:2]
+    assert ["--no-test" in c for c in calls] == [True, True, True, False, False, False]
+    assert ["--steps" in c for c in calls] == [False, True, False, False, False, True]
+    assert [c[c.index("--seed") + 1] for c in calls] == ["1", "1", "2", "1", "2", "1"]
+    assert all(c[c.index("--minutes") + 1] == "60" for c in calls if "--steps" not in c)
+    assert calls[1][calls[1].index("--record") + 1] == mt.converged_name(published)
+    assert all(c[-1] == "--resume" for c in calls[3:])  # the trials' own runs, test once each
+    assert [c[c.index("--run") + 1] for c in calls[3:]] == [
+        c[c.index("--run") + 1] for c in (calls[0], calls[2], calls[1])
     ]
-    names = sorted(p.name for p in results.glob("multi30k-final-60min-published-*"))
+    assert Path(calls[1][calls[1].index("--run") + 1]).name == "m30k-converged-published"
+    names = sorted(p.name for p in results.glob("multi30k-*published*"))
     assert names == [
+        "multi30k-converged-published.json",
         "multi30k-final-60min-published-seed1.json",
         "multi30k-final-60min-published-seed2.json",
     ]
@@ -762,15 +768,43 @@ def test_the_hour_round_trains_two_seeds_on_valid_then_tests_a_winners_trials_on
     assert "Means of the two seeds' figures: chosen so far 40.25; published 40.75." in rows
     assert "Chosen on valid: published. Its two trials made its finals" in table
     assert "| `multi30k-final-60min-published-seed1.json` | 7,800 | 60.0 |" in table
+    assert (
+        f"| published | `{' '.join(published.flags()[:-2])}` | `multi30k-converged-trials.jsonl` "
+        "| 7,800 | 60.0 | **3: 41.25** | 8,000: 40.00 |"
+    ) in rows
+    assert "Chosen on valid: published. Its run made its final, scoring test2016 once:" in rows
+    assert "| `multi30k-converged-published.json` | 7,800 | 60.0 |" in table
     assert mt.main(common) == 0  # everything is recorded: nothing runs again
-    assert len(calls) == 4
-    # the recipe chosen so far wins (a tie keeps it): no trial is tested
-    figures.update({"1": 40.0, "2": 40.5})
+    assert len(calls) == 6
+    # the recipes chosen so far win (a tie keeps them): no trial is tested
+    figures.update({"1": 40.0, "2": 40.5, "converged": 39.0})
     path.write_text("".join(json.dumps(t) + "\n" for t in trials.values()))
-    for p in results.glob("multi30k-final-60min-published-*"):
+    conv.write_text("\n".join(conv.read_text().splitlines()[:-1]) + "\n")
+    for p in results.glob("multi30k-*published*"):
         p.unlink()
     assert mt.main(common) == 0
-    assert ["--no-test" in c for c in calls[4:]] == [True, True]
-    assert "keeps its 60-minute finals" in capsys.readouterr().out
+    assert ["--no-test" in c for c in calls[6:]] == [True, True, True]
+    assert "keep their finals" in capsys.readouterr().out
     assert mt.chosen_recipe(path, conv, results, M) == chosen
-    assert not list(results.glob("multi30k-final-60min-published-*"))
+    assert not list(results.glob("multi30k-*published*"))
+
+
+def test_a_run_to_convergence_starts_from_the_trials_latest_checkpoint(tmp_path: Path) -> None:
+    """start_from copies the 60-minute trial's config, metrics and latest checkpoint only (a
+    resume is exact, so the run to convergence does not repeat those updates)."""
+    trial, run = tmp_path / "trial", tmp_path / "run"
+    assert mt.start_from(trial, run) is False  # no trial run: nothing made
+    assert not run.exists()
+    for step in ("step_00000398", "step_00007412"):
+        (trial / "checkpoints" / step).mkdir(parents=True)
+        (trial / "checkpoints" / step / "model.safetensors").write_text(step)
+    (trial / "checkpoints" / "latest").write_text("step_00007412\n")
+    (trial / "config.json").write_text("{}")
+    (trial / "metrics.jsonl").write_text('{"event": "stop"}\n')
+    (trial / "multi30k.json").write_text("{}")  # the trial's own summary stays with it
+    assert mt.start_from(trial, run) is True
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["latest", "step_00007412"]
+    assert (run / "checkpoints" / "step_00007412" / "model.safetensors").read_text() == (
+        "step_00007412"
+    )
+    assert sorted(p.name for p in run.iterdir()) == ["checkpoints", "config.json", "metrics.jsonl"]
