@@ -524,8 +524,10 @@ def hour_plan(
 
     The first row is the recipe chosen so far, read from its 60-minute finals (their valid
     figures); the others are HOUR_CANDIDATES, read from the trials of 60 minutes, seed 1 and 2.
-    The winner has the highest mean of its two seeds' figures (valid sacreBLEU with the
-    averaging each chose); a tie keeps the earlier row. None while a record is missing.
+    A candidate whose seed 1 scores below both seeds of the first row is out: it does not
+    lead, so its seed 2 is not run (out_of_hour). The winner has the highest mean of its two
+    seeds' figures (valid sacreBLEU with the averaging each chose) among the rest; a tie keeps
+    the earlier row. None while a record is missing.
     """
     incumbent, names = hour_incumbent(recipe, results, converged_trials)
     rows: list[HourRow] = [
@@ -535,15 +537,24 @@ def hour_plan(
     for tag, candidate in HOUR_CANDIDATES:
         seeds = [dataclasses.replace(candidate, seed=s) for s in FINAL_SEEDS]
         recs = [trials.get(trial_name(r, HOUR_MINUTES)) for r in seeds]
-        missing += [r for r, rec in zip(seeds, recs, strict=True) if rec is None]
         rows.append((tag, candidate, recs, [TRIALS_FILE.name] * len(seeds)))
+        if not out_of_hour(rows[0], rows[-1]):
+            missing += [r for r, rec in zip(seeds, recs, strict=True) if rec is None]
     if missing or any(rec is None for rec in rows[0][2]):
         return rows, None, missing
 
     def mean(row: HourRow) -> float:
         return sum(score(rec) for rec in row[2] if rec is not None) / len(row[2])
 
-    return rows, max(range(len(rows)), key=lambda i: (mean(rows[i]), -i)), []
+    standing = [i for i, row in enumerate(rows) if i == 0 or not out_of_hour(rows[0], row)]
+    return rows, max(standing, key=lambda i: (mean(rows[i]), -i)), []
+
+
+def out_of_hour(first: HourRow, row: HourRow) -> bool:
+    """True when ROW's seed 1 scored below both seeds of FIRST (the recipe chosen so far)."""
+    if row[2][0] is None or any(rec is None for rec in first[2]):
+        return False
+    return score(row[2][0]) < min(score(rec) for rec in first[2] if rec is not None)
 
 
 ConvergedRow = tuple[str, Recipe, dict | None, str]
@@ -594,6 +605,9 @@ def hour_markdown(
     for tag, r, recs, where in rows:
         flags = " ".join(r.flags()[:-2])
         for seed, rec, file in zip(FINAL_SEEDS, recs, where, strict=True):
+            if rec is None and out_of_hour(rows[0], (tag, r, recs, where)):
+                out.append(f"| {tag} | `{flags}` | {seed} | not run: seed 1 is out | | | |")
+                continue
             if rec is None:
                 out.append(f"| {tag} | `{flags}` | {seed} | to run | | | |")
                 continue
@@ -609,7 +623,9 @@ def hour_markdown(
                 f"| {tag} | `{flags}` | {seed} | `{file}` | {rec['steps']:,} | {minutes} "
                 f"| {valid} |"
             )
-        if all(rec is not None for rec in recs):
+        if out_of_hour(rows[0], (tag, r, recs, where)):
+            means.append(f"{tag} out (seed 1 below both seeds of the recipe chosen so far)")
+        elif all(rec is not None for rec in recs):
             means.append(f"{tag} {sum(score(x) for x in recs if x is not None) / len(recs):.2f}")
     out.append("")
     if means:

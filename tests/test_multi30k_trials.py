@@ -787,6 +787,20 @@ def test_the_hour_round_trains_two_seeds_on_valid_then_tests_a_winners_trials_on
     assert "keep their finals" in capsys.readouterr().out
     assert mt.chosen_recipe(path, conv, results, M) == chosen
     assert not list(results.glob("multi30k-*published*"))
+    # a seed 1 below both seeds of the recipe chosen so far is out: no seed 2
+    figures.update({"1": 39.75})
+    path.write_text("".join(json.dumps(t) + "\n" for t in trials.values()))
+    conv.write_text("\n".join(conv.read_text().splitlines()[:-1]) + "\n")
+    assert mt.main(common) == 0
+    assert [("--steps" in c, c[c.index("--seed") + 1]) for c in calls[9:]] == [
+        (False, "1"),
+        (True, "1"),
+    ]
+    table = mt.hour_markdown(chosen, mt.read_trials(path), results, conv)
+    assert "| 2 | not run: seed 1 is out | | | |" in table
+    assert "published out (seed 1 below both seeds of the recipe chosen so far)" in table
+    assert "Chosen on valid: chosen so far." in table
+    assert mt.chosen_recipe(path, conv, results, M) == chosen
 
 
 def test_a_run_to_convergence_starts_from_the_trials_latest_checkpoint(tmp_path: Path) -> None:
