@@ -561,20 +561,30 @@ ConvergedRow = tuple[str, Recipe, dict | None, str]
 
 
 def hour_converged_plan(
-    recipe: Recipe, converged: dict[str, dict], results: Path = RESULTS
+    recipe: Recipe,
+    trials: dict[str, dict],
+    results: Path = RESULTS,
+    converged_trials: Path = CONVERGED_TRIALS,
 ) -> tuple[list[ConvergedRow], int | None, list[Recipe]]:
     """The hour round's converged half: ((tag, recipe, valid record or None, where recorded)
     per recipe, the winner's row or None, the trials to run). The first row is the converged
-    round's winner; the others are HOUR_CANDIDATES trained to convergence (seed 1, valid only,
-    in multi30k-converged-trials.jsonl). The highest valid figure wins; a tie keeps the earlier
-    row. No rows before the converged round has chosen."""
+    round's winner; the others are the HOUR_CANDIDATES not out at 60 minutes (out_of_hour),
+    trained to convergence (seed 1, valid only, in multi30k-converged-trials.jsonl): the round
+    spends its hours on recipes that lead, which can miss one that starts slowly but ends
+    high. The highest valid figure wins; a tie keeps the earlier row. No rows before the
+    converged round has chosen; the candidates wait for their 60-minute seed 1."""
+    converged = read_trials(converged_trials)
     rows_before, winner, _ = converged_plan(recipe, converged, results)
     if winner is None:
         return [], None, []
     rec, where = next((rec, w) for r, rec, w in rows_before if r == winner)
     rows: list[ConvergedRow] = [("chosen so far", winner, rec, where)]
     missing = []
+    hour_rows, _, _ = hour_plan(recipe, trials, results, converged_trials)
     for tag, candidate in HOUR_CANDIDATES:
+        row = next(x for x in hour_rows if x[0] == tag)
+        if out_of_hour(hour_rows[0], row):
+            continue
         r = dataclasses.replace(candidate, seed=1)
         rec = converged.get(converged_name(r))
         missing += [r] if rec is None else []
@@ -640,14 +650,17 @@ def hour_markdown(
             out.append("")
             names = hour_final_names(tag)
             out.append(finals_table(names, results, curves_too=False).rstrip("\n"))
-    out += ["", _hour_converged_markdown(recipe, converged_trials, results).rstrip("\n")]
+    body = _hour_converged_markdown(recipe, trials, converged_trials, results)
+    out += ["", body.rstrip("\n")]
     return "\n".join(out) + "\n"
 
 
-def _hour_converged_markdown(recipe: Recipe, converged_trials: Path, results: Path) -> str:
+def _hour_converged_markdown(
+    recipe: Recipe, trials: dict[str, dict], converged_trials: Path, results: Path
+) -> str:
     """hour_markdown's converged half: a row per recipe trained to convergence, its updates,
     minutes, valid sacreBLEU by the number averaged and curve; the winner; its final."""
-    rows, best, missing = hour_converged_plan(recipe, read_trials(converged_trials), results)
+    rows, best, missing = hour_converged_plan(recipe, trials, results, converged_trials)
     if not rows:
         return "To convergence: after the converged round has chosen.\n"
     out = [
@@ -675,6 +688,9 @@ def _hour_converged_markdown(recipe: Recipe, converged_trials: Path, results: Pa
             f"| {rec['training_minutes']:.1f} | {valid} | {curve} |"
         )
     out.append("")
+    left_out = [tag for tag, _ in HOUR_CANDIDATES if tag not in [row[0] for row in rows]]
+    if left_out:
+        out.append(f"Not trained to convergence, out at 60 minutes: {', '.join(left_out)}.")
     if best is None:
         out.append(f"Chosen on valid: not yet, {len(missing)} trial(s) to run.")
         return "\n".join(out) + "\n"
@@ -698,7 +714,9 @@ def run_hour(recipe: Recipe, args: argparse.Namespace) -> int:
     conv_file = Path(args.converged_trials_file)
     while True:
         rows, best, missing = hour_plan(recipe, read_trials(trials_file), results, conv_file)
-        crows, cbest, cmissing = hour_converged_plan(recipe, read_trials(conv_file), results)
+        crows, cbest, cmissing = hour_converged_plan(
+            recipe, read_trials(trials_file), results, conv_file
+        )
         if any(rec is None for rec in rows[0][2]) or not crows:
             names = ", ".join(rows[0][3])
             print(f"multi30k_trials: the round before is incomplete ({names} and the converged")
