@@ -412,3 +412,39 @@ def test_multi30k_chooses_the_average_on_valid_and_scores_test_once(monkeypatch,
     result = m30k._choose_and_test(tmp_path, tmp_path, args, "1min")
     assert sorted(int(n) for n in result["valid"]) == [1, 3, 4]
     assert result["averaged_checkpoints"] == 4
+
+
+def test_compile_benchmark_times_each_variant_in_two_passes(tmp_path: Path) -> None:
+    """benchmarks/compile_cpu.py --quick (eager variants: compiling takes minutes) writes each
+    variant's milliseconds a step in both passes, relative to eager FAST, and the machine."""
+    out = tmp_path / "compile.json"
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "compile_cpu.py"), "--quick"]
+    cmd += ["--variants", "eager-fast", "eager-plain", "--json", str(out)]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    report = json.loads(out.read_text())
+    assert list(report["variants"]) == ["eager-fast", "eager-plain"]
+    for row in report["variants"].values():
+        assert row["ms_per_step_first_pass"] > 0
+        assert row["ms_per_step_second_pass"] > 0
+    assert report["variants"]["eager-fast"]["speed_vs_eager_fast_second_pass"] == 1.0
+    assert report["machine"]["threads"] == 2
+    assert report["command"] == "python benchmarks/compile_cpu.py --quick"
+    bad = subprocess.run([*cmd[:2], "--steps", "0"], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2
+    assert "--steps, --warmup and --threads must be at least 1" in bad.stderr
+    bad = subprocess.run(
+        [*cmd[:2], "--data", str(tmp_path)], capture_output=True, text=True, timeout=120
+    )
+    assert bad.returncode == 2
+    assert "not a prepared corpus" in bad.stderr
+
+
+def test_the_committed_compile_results_say_what_docs_quote() -> None:
+    """docs/performance.md quotes benchmarks/results/compile-cpu.json's speeds."""
+    report = json.loads((ROOT / "benchmarks" / "results" / "compile-cpu.json").read_text())
+    doc = " ".join((ROOT / "docs" / "performance.md").read_text(encoding="utf-8").split())
+    for variant in ("eager-plain", "compiled-plain", "compiled-fast"):
+        row = report["variants"][variant]
+        assert f"{row['speed_vs_eager_fast_second_pass']:.2f}" in doc, variant
+        assert f"{row['speed_vs_eager_fast_first_pass']:.2f}" in doc, variant

@@ -1,0 +1,190 @@
+"""torch.compile on the CPU: is a training step of the Multi30k model faster compiled?
+
+  python benchmarks/compile_cpu.py --json benchmarks/results/compile-cpu.json   # ~10 minutes
+  python benchmarks/compile_cpu.py --quick                                        # a smoke test
+
+Times one training step (forward with the label-smoothed loss, backward, Adam) of the Multi30k
+benchmark's `small` shape (d_model 128, d_ff 256, 4 heads, 4 + 4 layers, BPE 10000, dropout
+0.2) on 2,048-token batches, four ways: eager and compiled, each with the plain PyTorch ops
+(`PLAIN`) and with aiayn's CPU kernels (`FAST`, what `aiayn train` runs on a CPU). The batches
+are token-budget batches (section 5.1) of synthetic pairs whose lengths follow Multi30k's
+(about 13 source and 15 target BPE tokens, an even spread of 6 to 40), so nothing is
+downloaded; --data DIR takes the training split of a prepared corpus instead.
+
+Compiled is `torch.compile(model, dynamic=True)` with Dynamo's `capture_scalar_outputs` on (the
+loss's token count would otherwise break the graph) and a cache of 64 graphs (the batch shapes
+vary). Each variant has its own model and optimizer from the same initial weights; the first
+--warmup steps (compilation included, timed apart) are not counted; then the variants take
+turns batch by batch, so a slow spell of the machine falls on all of them, over the --steps
+timed batches twice: the first pass meets batch shapes not seen before (a compiled model may
+compile again, a cost a training pays), the second repeats them (the steady state). Reports the
+milliseconds a step of each in each pass and its speed relative to eager FAST, the warm-up
+time (compilation included) and Dynamo's graph count and graph breaks. `aiayn train
+--compile` is ignored on a CPU because of what this measures (docs/performance.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from multi30k import _processor as processor  # noqa: E402
+
+from aiayn.config import ModelConfig  # noqa: E402
+from aiayn.data.batch import Batch  # noqa: E402
+from aiayn.data.splits import InMemorySplit  # noqa: E402
+from aiayn.data.token_budget import batch_from_indices, token_batches  # noqa: E402
+from aiayn.flops import matmul_peak  # noqa: E402
+from aiayn.kernels import FAST  # noqa: E402
+from aiayn.model import PLAIN, Transformer  # noqa: E402
+
+VARIANTS = ("eager-fast", "eager-plain", "compiled-plain", "compiled-fast")
+
+
+def synthetic_batches(n_pairs: int, max_tokens: int, vocab: int, seed: int) -> list[Batch]:
+    """Token-budget batches of N_PAIRS random pairs with Multi30k-like lengths."""
+    rng = np.random.default_rng(seed)
+    src_len = np.clip(rng.normal(13, 4.5, n_pairs), 6, 40).astype(int)  # (N,)
+    tgt_len = np.clip(src_len + rng.normal(2, 3, n_pairs), 6, 40).astype(int)  # (N,)
+    pairs = [
+        (rng.integers(4, vocab, s).tolist(), rng.integers(4, vocab, t).tolist())
+        for s, t in zip(src_len, tgt_len, strict=True)
+    ]
+    split = InMemorySplit(pairs)
+    return [batch_from_indices(split, b) for b in token_batches(split, max_tokens, seed=seed)]
+
+
+def data_batches(data: Path, max_tokens: int, seed: int) -> list[Batch]:
+    from aiayn.data.store import load_prepared
+
+    split = load_prepared(data).split("train")
+    return [batch_from_indices(split, b) for b in token_batches(split, max_tokens, seed=seed)]
+
+
+def make(cfg: ModelConfig, variant: str) -> tuple[torch.nn.Module, torch.optim.Optimizer]:
+    """One variant's network (compiled or not) and its Adam (section 5.3), weights of seed 0."""
+    torch.manual_seed(0)
+    model = Transformer(cfg, FAST if variant.endswith("fast") else PLAIN).train()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3, betas=(0.9, 0.98), eps=1e-9)
+    if variant.startswith("compiled"):
+        return torch.compile(model, dynamic=True), opt  # type: ignore[return-value]
+    return model, opt
+
+
+def step(net: torch.nn.Module, opt: torch.optim.Optimizer, batch: Batch) -> float:
+    """One update; its label-smoothed loss per target token."""
+    smoothed, _, n = net(batch.src, batch.tgt_in, target=batch.tgt_out, label_smoothing=0.1)
+    (smoothed / n).backward()
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+    return float(smoothed.detach()) / int(n)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", type=Path, help="a prepared corpus (default: synthetic pairs)")
+    ap.add_argument("--steps", type=int, default=100, help="timed steps a variant (default 100)")
+    ap.add_argument("--warmup", type=int, default=20, help="untimed steps first (default 20)")
+    ap.add_argument("--threads", type=int, default=2, help="intra-op threads (default 2)")
+    ap.add_argument("--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS))
+    ap.add_argument("--quick", action="store_true", help="tiny model, 3 + 3 steps: a smoke test")
+    ap.add_argument("--json", type=Path, help="write the results here")
+    args = ap.parse_args(argv)
+    if args.steps < 1 or args.warmup < 1 or args.threads < 1:
+        ap.error("--steps, --warmup and --threads must be at least 1")
+    if args.data is not None and not (args.data / "manifest.json").is_file():
+        ap.error(f"--data {args.data}: not a prepared corpus (no manifest.json)")
+    torch.set_num_threads(args.threads)
+    import torch._dynamo as dynamo
+
+    dynamo.config.capture_scalar_outputs = True
+    dynamo.config.cache_size_limit = 64
+    if args.quick:
+        args.steps, args.warmup = 3, 3
+        cfg = ModelConfig(vocab_size=200, d_model=32, n_heads=2, d_ff=64, n_layers=1, dropout=0.2)
+    else:
+        cfg = ModelConfig(
+            vocab_size=10000, d_model=128, n_heads=4, d_ff=256, n_layers=4, dropout=0.2
+        )
+    need = args.warmup + args.steps
+    if args.data is None:
+        batches = synthetic_batches(max(2000, need * 160), 2048, cfg.vocab_size, seed=1)
+    else:
+        batches = data_batches(args.data, 2048, seed=1)
+    if len(batches) < need:
+        ap.error(f"{len(batches)} batches, fewer than --warmup + --steps ({need})")
+    nets = {v: make(cfg, v) for v in args.variants}
+    compile_s: dict[str, float] = {}
+    for v, (net, opt) in nets.items():
+        t0 = time.perf_counter()
+        for b in batches[: args.warmup]:
+            step(net, opt, b)
+        compile_s[v] = time.perf_counter() - t0
+        print(f"{v}: {args.warmup} warm-up steps in {compile_s[v]:.1f} s", flush=True)
+    # pass 1 meets new batch shapes (a compiled model may compile again); pass 2 repeats the
+    # same batches, every shape seen: the steady state
+    spent = {v: [0.0, 0.0] for v in nets}
+    for p in (0, 1):
+        for b in batches[args.warmup : need]:
+            for v, (net, opt) in nets.items():  # in turns, batch by batch
+                t0 = time.perf_counter()
+                step(net, opt, b)
+                spent[v][p] += time.perf_counter() - t0
+    base = spent.get("eager-fast")
+    rows = {}
+    for v, (first, second) in spent.items():
+        rows[v] = {
+            "ms_per_step_first_pass": round(1000 * first / args.steps, 2),
+            "ms_per_step_second_pass": round(1000 * second / args.steps, 2),
+            "warmup_s": round(compile_s[v], 1),
+        }
+        if base:
+            rows[v]["speed_vs_eager_fast_first_pass"] = round(base[0] / first, 3)
+            rows[v]["speed_vs_eager_fast_second_pass"] = round(base[1] / second, 3)
+        print(
+            f"{v}: {rows[v]['ms_per_step_first_pass']:.1f} ms a step in pass 1 (new shapes), "
+            f"{rows[v]['ms_per_step_second_pass']:.1f} in pass 2 (shapes seen)",
+            flush=True,
+        )
+    from torch._dynamo.utils import counters
+
+    breaks = {k.splitlines()[0]: n for k, n in counters["graph_break"].items()}
+    result = {
+        "benchmark": "a training step, eager against torch.compile, on the CPU",
+        "model": {k: getattr(cfg, k) for k in ("d_model", "d_ff", "n_heads", "n_layers")},
+        "vocab_size": cfg.vocab_size,
+        "max_tokens": 2048,
+        "batches": "synthetic, Multi30k-like lengths" if args.data is None else "prepared data",
+        "steps": args.steps,
+        "warmup_steps": args.warmup,
+        "variants": rows,
+        "graph_breaks": breaks,
+        "graphs": counters["stats"].get("unique_graphs", 0),
+        "machine": {
+            "processor": processor(),
+            "threads": args.threads,
+            "matmul_peak_gflops": round(matmul_peak(torch.device("cpu"), quick=True) / 1e9, 1),
+            "torch": torch.__version__,
+        },
+        "command": "python benchmarks/compile_cpu.py"
+        + (" --quick" if args.quick else "")
+        + (f" --steps {args.steps}" if args.steps != 100 and not args.quick else ""),
+    }
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        print(f"written: {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
