@@ -692,6 +692,7 @@ def test_the_hour_round_trains_two_seeds_on_valid_then_tests_a_winners_trials_on
     runs = tmp_path / "runs" / "m30k-trials"
     common = ["--trials-file", str(path), "--converged-trials-file", str(conv)]
     common += ["--results", str(results), "--runs", str(runs), "--hour"]
+    monkeypatch.setattr(mt, "HOUR_CANDIDATES", mt.HOUR_CANDIDATES[:1])  # one is enough here
     trials: dict = {}
     fill(trials, value=lambda r: fake(dataclasses.replace(r, dropout=0.1)))
     path.write_text("".join(json.dumps(t) + "\n" for t in trials.values()))
