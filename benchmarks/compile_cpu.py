@@ -100,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, help="write the results here")
     args = ap.parse_args(argv)
     if args.steps < 1 or args.warmup < 1 or args.threads < 1:
-        ap.error("--steps, --warmup and --threads must be at least 1")
+        given = f"--steps {args.steps}, --warmup {args.warmup}, --threads {args.threads}"
+        ap.error(f"--steps, --warmup and --threads must be at least 1 (given: {given})")
     if args.data is not None and not (args.data / "manifest.json").is_file():
         ap.error(f"--data {args.data}: not a prepared corpus (no manifest.json)")
     torch.set_num_threads(args.threads)

@@ -432,7 +432,7 @@ def test_compile_benchmark_times_each_variant_in_two_passes(tmp_path: Path) -> N
     assert report["command"] == "python benchmarks/compile_cpu.py --quick"
     bad = subprocess.run([*cmd[:2], "--steps", "0"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2
-    assert "--steps, --warmup and --threads must be at least 1" in bad.stderr
+    assert "--steps, --warmup and --threads must be at least 1 (given: --steps 0," in bad.stderr
     bad = subprocess.run(
         [*cmd[:2], "--data", str(tmp_path)], capture_output=True, text=True, timeout=120
     )

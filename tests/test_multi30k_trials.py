@@ -413,6 +413,8 @@ def test_the_training_wall_time_sums_every_command_of_the_run(monkeypatch, tmp_p
 
     def train(argv: list[str]) -> int:
         step["now"] = int(argv[argv.index("--max-steps") + 1])
+        # a budget of updates lifts any minutes limit a resumed --minutes trial stored
+        assert argv[argv.index("--max-minutes") + 1] == "0"
         return 0
 
     clock = iter([10.0, 40.0, 100.0, 145.0])
