@@ -8,7 +8,7 @@ Prepares Multi30k task 1 (train 29,000 / val 1,014 / test_2016_flickr 1,000) wit
 trains a shape (`--shape`) with the paper's recipe and the settings below for a budget of
 training minutes (`--minutes`) or of updates (`--steps`), then, at each budget, chooses on the
 VALIDATION split how many of the last checkpoints to average (section 6.1: each candidate of
---average is averaged and scored on val with beam 4 and alpha 0.6) and translates test2016
+--average is averaged and scored on val with --beam and --alpha) and translates test2016
 once, with the chosen average. Budgets increase: the run is evaluated at each, then trains on.
 
 - `--no-test` scores the validation split only: that is how the settings themselves are chosen
@@ -85,11 +85,14 @@ def _label(args: argparse.Namespace, budget: float) -> str:
     return f"{budget:g}min" if args.minutes else f"{budget:g}steps"
 
 
-def _score(model: Path, data: Path, split: str, limit: int, report: Path) -> dict | None:
-    """Decode SPLIT with MODEL (beam 4, alpha 0.6) and return `aiayn evaluate`'s figures."""
+def _score(
+    model: Path, data: Path, split: str, args: argparse.Namespace, report: Path
+) -> dict | None:
+    """Decode SPLIT with MODEL (--beam, --alpha) and return `aiayn evaluate`'s figures."""
     evaluate = ["evaluate", "--checkpoint", str(model), "--data", str(data), "--split", split]
-    if limit:
-        evaluate += ["--limit", str(limit)]
+    evaluate += ["--beam", str(args.beam), "--alpha", f"{args.alpha:g}"]
+    if args.limit:
+        evaluate += ["--limit", str(args.limit)]
     if aiayn([*evaluate, "--json", str(report)]) != 0:
         return None
     return json.loads(report.read_text(encoding="utf-8"))
@@ -108,7 +111,7 @@ def _choose_and_test(run: Path, data: Path, args: argparse.Namespace, tag: str) 
         model = run / f"average-{tag}-last{n}.safetensors"
         if aiayn(["average", str(run), "--last", str(n), "--out", str(model), "--force"]):
             return None
-        scored = _score(model, data, "valid", args.limit, run / f"valid-{tag}-last{n}.json")
+        scored = _score(model, data, "valid", args, run / f"valid-{tag}-last{n}.json")
         if scored is None:
             return None
         valid[str(n)] = {k: scored[k] for k in SCORES if k in scored}
@@ -130,7 +133,7 @@ def _choose_and_test(run: Path, data: Path, args: argparse.Namespace, tag: str) 
 def _test(run: Path, data: Path, args: argparse.Namespace, tag: str, n: int) -> dict | None:
     """Score test2016 once with RUN's average of its last N checkpoints (N chosen on valid)."""
     model = run / f"average-{tag}-last{n}.safetensors"
-    scored = _score(model, data, "test", args.limit, run / f"evaluation-{tag}.json")
+    scored = _score(model, data, "test", args, run / f"evaluation-{tag}.json")
     if scored is None:
         return None
     return {k: scored[k] for k in (*SCORES, "decode") if k in scored}
@@ -232,7 +235,7 @@ def _stop_reason(run: Path) -> str:
 def _converge(run: Path, data: Path, args: argparse.Namespace) -> bool:
     """Train on in --check-every chunks while valid sacreBLEU rose within --patience updates.
 
-    Each check scores RUN's latest checkpoint alone on valid (beam 4, alpha 0.6) and appends
+    Each check scores RUN's latest checkpoint alone on valid (--beam, --alpha) and appends
     it to RUN/curve.jsonl, which a resumed run reads back.
     """
     curve_file = run / "curve.jsonl"
@@ -243,7 +246,7 @@ def _converge(run: Path, data: Path, args: argparse.Namespace) -> bool:
     while True:
         step = int(_meta(run)["step"])
         if not curve or curve[-1]["step"] != step:
-            scored = _score(run, data, "valid", args.limit, run / "valid-latest.json")
+            scored = _score(run, data, "valid", args, run / "valid-latest.json")
             if scored is None:
                 return False
             curve.append({"step": step, "valid_sacrebleu": round(scored["sacrebleu"]["score"], 2)})
@@ -407,6 +410,10 @@ def _parser() -> argparse.ArgumentParser:
         default=[1, 3, 5, 10],
         help="candidate numbers of last checkpoints to average, chosen on valid (default 1 3 5 10)",
     )
+    # the decode round's choice on valid (benchmarks/multi30k_trials.py --decode); section
+    # 6.1's beam 4, alpha 0.6 until it has run. tests/test_multi30k_trials.py holds them equal
+    ap.add_argument("--beam", type=int, default=4, help="beam size (default 4)")
+    ap.add_argument("--alpha", type=float, default=0.6, help="length penalty (default 0.6)")
     ap.add_argument("--keep", type=int, default=100, help="checkpoints kept (default 100)")
     ap.add_argument(
         "--save-every", type=int, default=100, help="with --steps: updates between checkpoints"
@@ -431,6 +438,8 @@ def _check(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     unit = "--minutes" if args.minutes else "--steps"
     if any(b <= 0 for b in budgets) or budgets != sorted(set(budgets)):
         ap.error(f"{unit} must be positive and increasing, got {budgets}")
+    if args.beam < 1 or args.alpha < 0:
+        ap.error(f"--beam must be >= 1 and --alpha >= 0, got {args.beam} and {args.alpha:g}")
     if any(n < 1 for n in args.average):
         ap.error(f"--average takes numbers of checkpoints of at least 1, got {args.average}")
     if args.patience and not args.steps:

@@ -32,6 +32,13 @@ stages could not judge (a slow start that may pay within the hour), two seeds ea
 60-minute finals of the recipe chosen so far, whose valid figures were recorded before their
 test was read. The higher mean of two seeds' valid figures wins; a new winner's two trials are
 made its finals, each scoring test2016 once (multi30k-final-60min-{TAG}-seed1.json, ...).
+
+`--decode` is the fourth: the paper chose beam 4 and alpha 0.6 on its development set (section
+6.1); this round does the same for Multi30k. Each final of the recipe chosen (two 60-minute
+seeds and the converged run, their averages chosen on valid) decodes valid with every beam of
+DECODE_BEAMS and alpha of DECODE_ALPHAS; the cell with the highest mean wins (a tie keeps the
+paper's), and each final scores test2016 once with it (multi30k-decode.json; resumable, cell
+by cell). It needs the finals' runs, so it runs on the machine that trained them.
 """
 
 from __future__ import annotations
@@ -332,10 +339,12 @@ def write_docs(
     doc: Path = DOCS,
     results: Path = RESULTS,
     converged_trials: Path = CONVERGED_TRIALS,
+    decode_file: Path | None = None,
 ) -> None:
     """Replace docs/training.md's trials region with ``markdown(trials, minutes)``, its finals
-    region with ``finals_markdown`` of the recipe chosen (the finals run --final-minutes 60)
-    and its converged region with ``converged_markdown``."""
+    region with ``finals_markdown`` of the recipe chosen (the finals run --final-minutes 60),
+    its converged region with ``converged_markdown``, its hour region with ``hour_markdown``
+    and its decode region with ``decode_markdown``."""
     text = _replace(doc.read_text(encoding="utf-8"), BEGIN, END, markdown(trials, minutes))
     _, chosen, _ = plan(trials, minutes)
     if FINALS_BEGIN in text:
@@ -348,6 +357,9 @@ def write_docs(
     if HOUR_BEGIN in text:
         body = hour_markdown(chosen, trials, results, converged_trials)
         text = _replace(text, HOUR_BEGIN, HOUR_END, body)
+    if DECODE_BEGIN in text:
+        body = decode_markdown(DECODE_FILE if decode_file is None else decode_file)
+        text = _replace(text, DECODE_BEGIN, DECODE_END, body)
     doc.write_text(text, encoding="utf-8")
 
 
@@ -926,6 +938,261 @@ def run_finals(
     return 0
 
 
+# The decode round: section 6.1 chose beam 4 and alpha 0.6 "after experimentation on the
+# development set" (newstest2013); this round does the same on Multi30k's valid for the models
+# of the recipe chosen, then tests the chosen setting once per model.
+DECODE_BEAMS = (1, 2, 4, 6, 8)
+DECODE_ALPHAS = (0.0, 0.3, 0.6, 0.9, 1.2, 1.5)
+PAPER_DECODE = (4, 0.6)
+DECODE_FILE = RESULTS / "multi30k-decode.json"
+DECODE_BEGIN = "<!-- decode: benchmarks/multi30k_trials.py --docs -->"
+DECODE_END = "<!-- /decode -->"
+DECODE_SCORES = ("sacrebleu", "lowercase_bleu", "moses_bleu", "chrf", "paper_bleu")
+
+
+def decode_cell(beam: int, alpha: float) -> str:
+    """A grid cell's key in multi30k-decode.json: "beam 4, alpha 0.6"."""
+    return f"beam {beam}, alpha {alpha:g}"
+
+
+def decode_grid() -> list[tuple[int, float]]:
+    """The cells in the order they are tried and ties are broken: the paper's first, then by
+    beam and alpha (a tie keeps the paper's setting, then the smaller beam)."""
+    cells = [(b, a) for b in DECODE_BEAMS for a in DECODE_ALPHAS]
+    return [PAPER_DECODE, *(c for c in cells if c != PAPER_DECODE)]
+
+
+def final_run(name: str, runs: Path) -> Path:
+    """Where run_finals trains the final whose results file is NAME (beside --runs)."""
+    return runs.parent / f"m30k-{Path(name).stem.removeprefix('multi30k-')}"
+
+
+def decode_finals(
+    recipe: Recipe,
+    args: argparse.Namespace,
+    trials_file: Path,
+    results: Path,
+    converged_trials: Path,
+) -> list[tuple[str, Path]] | None:
+    """(results file, run directory) of each final of the recipe chosen: its two 60-minute
+    finals and its converged final, after the hour round (the winners of each half); None
+    while a round before is incomplete."""
+    trials = read_trials(trials_file)
+    rows, best, _ = hour_plan(recipe, trials, results, converged_trials)
+    crows, cbest, _ = hour_converged_plan(recipe, trials, results, converged_trials)
+    if best is None or cbest is None:
+        return None
+    runs = Path(args.runs)
+    out: list[tuple[str, Path]] = []
+    if best == 0:
+        out += [(n, final_run(n, runs)) for n in rows[0][3]]
+    else:
+        tag, winner, _, _ = rows[best]
+        for seed, name in zip(FINAL_SEEDS, hour_final_names(tag), strict=True):
+            cmd = trial_command(dataclasses.replace(winner, seed=seed), HOUR_MINUTES, args)
+            out.append((name, Path(cmd[cmd.index("--run") + 1])))
+    if cbest == 0:
+        _, winner, _, where = crows[0]
+        if where == CONVERGED_FINAL:
+            out.append((CONVERGED_FINAL, final_run(CONVERGED_FINAL, runs)))
+        else:
+            tag = f"dropout{winner.dropout:g}"
+            cmd = converged_command(winner, tag, args)
+            out.append((converged_final_file(winner), Path(cmd[cmd.index("--run") + 1])))
+    else:
+        tag, winner, _, _ = crows[cbest]
+        cmd = converged_command(winner, tag, args)
+        out.append((hour_converged_final(tag), Path(cmd[cmd.index("--run") + 1])))
+    return out
+
+
+def chosen_model(final: dict, run: Path) -> Path:
+    """The model a final scored test2016 with: RUN's average of the last N (N chosen on valid)
+    at its last budget, as benchmarks/multi30k.py names it."""
+    if "budget_minutes" in final:
+        tag = f"{final['budget_minutes']:g}min"
+    else:
+        tag = f"{final['budget_steps']:g}steps"
+    return run / f"average-{tag}-last{final['averaged_checkpoints']}.safetensors"
+
+
+def decode_choice(record: dict) -> tuple[int, float] | None:
+    """The (beam, alpha) with the highest mean valid sacreBLEU over the models of RECORD (a
+    tie keeps the earlier cell of decode_grid); None while a cell of a model is missing."""
+    models = record.get("models", {})
+    if not models:
+        return None
+    means: dict[tuple[int, float], float] = {}
+    for cell in decode_grid():
+        values = [m["valid"].get(decode_cell(*cell)) for m in models.values()]
+        if any(v is None for v in values):
+            return None
+        means[cell] = sum(values) / len(values)  # type: ignore[arg-type]
+    return max(decode_grid(), key=lambda c: (round(means[c], 6), -decode_grid().index(c)))
+
+
+def chosen_decode(path: Path = DECODE_FILE) -> tuple[int, float]:
+    """benchmarks/multi30k.py's default --beam and --alpha: the decode round's choice once
+    recorded, the paper's before."""
+    if not path.is_file():
+        return PAPER_DECODE
+    chosen = json.loads(path.read_text(encoding="utf-8")).get("chosen")
+    return (chosen["beam"], chosen["alpha"]) if chosen else PAPER_DECODE
+
+
+def evaluate(argv: list[str]) -> int:
+    """`aiayn evaluate ARGV` in this process (the model and data are loaded once a call)."""
+    from aiayn.cli import main as aiayn
+
+    return aiayn(["evaluate", *argv])
+
+
+def _save(path: Path, record: dict) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    tmp.replace(path)  # a decode round stopped half-way keeps every cell it recorded
+
+
+def run_decode(recipe: Recipe, args: argparse.Namespace) -> int:
+    """The decode round: each final's chosen average decodes valid with every cell of
+    decode_grid (cells recorded before are kept: it resumes); the cell with the highest mean
+    wins; if it is not the paper's, each final scores test2016 once with it. Everything goes
+    to multi30k-decode.json."""
+    results = Path(args.results)
+    path = Path(args.decode_file)
+    finals = decode_finals(
+        recipe, args, Path(args.trials_file), results, Path(args.converged_trials_file)
+    )
+    if finals is None:
+        print("multi30k_trials: the hour round has not chosen yet: run --hour first")
+        return 2
+    record = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    record.setdefault("protocol", DECODE_PROTOCOL)
+    models = record.setdefault("models", {})
+    plan_: list[tuple[str, Path, Path, dict]] = []
+    for name, run in finals:
+        final = json.loads((results / name).read_text(encoding="utf-8"))
+        model = chosen_model(final, run)
+        if not model.is_file():
+            print(f"multi30k_trials: {model} is missing: the decode round decodes the finals' ")
+            print("own models, so it runs where they were trained")
+            return 2
+        data = Path(args.runs) / f"data-bpe{final['vocab_size']}"
+        n = final["averaged_checkpoints"]
+        entry = models.setdefault(name, {"averaged_checkpoints": n, "valid": {}})
+        entry["final_valid"] = final["valid"][str(n)]["sacrebleu"]["score"]
+        entry["final_test"] = final["sacrebleu"]["score"]
+        plan_.append((name, model, data, entry))
+    for name, model, data, entry in plan_:
+        for beam, alpha in decode_grid():
+            cell = decode_cell(beam, alpha)
+            if cell in entry["valid"]:
+                continue
+            report = model.parent / f"decode-valid-beam{beam}-alpha{alpha:g}.json"
+            argv = ["--checkpoint", str(model), "--data", str(data), "--split", "valid"]
+            argv += ["--beam", str(beam), "--alpha", f"{alpha:g}", "--json", str(report)]
+            if evaluate(argv) != 0:
+                print(f"multi30k_trials: decoding valid failed: {name}, {cell}")
+                return 1
+            score_ = json.loads(report.read_text(encoding="utf-8"))["sacrebleu"]["score"]
+            entry["valid"][cell] = score_
+            print(f"decode: {name}, {cell}: valid sacreBLEU {score_:.2f}", flush=True)
+            _save(path, record)
+    chosen = decode_choice(record)
+    assert chosen is not None
+    record["chosen"] = {"beam": chosen[0], "alpha": chosen[1]}
+    _save(path, record)
+    print(f"chosen on valid: {decode_cell(*chosen)}", flush=True)
+    if chosen == PAPER_DECODE:
+        print("the paper's setting: the finals' test2016 scores stand")
+        return 0
+    tests = record.setdefault("test", {})
+    for name, model, data, _ in plan_:
+        if name in tests:
+            print(f"test: {name} scored before, kept")
+            continue
+        report = model.parent / f"decode-test-beam{chosen[0]}-alpha{chosen[1]:g}.json"
+        argv = ["--checkpoint", str(model), "--data", str(data), "--split", "test"]
+        argv += ["--beam", str(chosen[0]), "--alpha", f"{chosen[1]:g}", "--json", str(report)]
+        if evaluate(argv) != 0:
+            print(f"multi30k_trials: scoring test2016 failed: {name}")
+            return 1
+        scored = json.loads(report.read_text(encoding="utf-8"))
+        tests[name] = {k: scored[k] for k in DECODE_SCORES if k in scored}
+        print(f"test: {name}: sacreBLEU {scored['sacrebleu']['score']:.2f}", flush=True)
+        _save(path, record)
+    return 0
+
+
+DECODE_PROTOCOL = (
+    "each final's average chosen on valid decodes valid (val, 1014 sentences) with every beam "
+    "and alpha of the grid; the cell with the highest mean valid sacreBLEU over the finals is "
+    "chosen (a tie keeps the paper's beam 4, alpha 0.6); test2016 is scored once per final "
+    "with it, unless it is the paper's (then the finals' scores stand)"
+)
+
+
+def _code(name: str) -> str:
+    return f"`{name}`"
+
+
+def decode_markdown(path: Path = DECODE_FILE) -> str:
+    """The decode round as docs/training.md shows it: the mean valid sacreBLEU of every cell
+    (beams down, alphas across, the chosen in bold), then a row per final with its valid and
+    test2016 scores at the paper's setting and at the chosen."""
+    if not path.is_file():
+        return "Not run yet: `python benchmarks/multi30k_trials.py --decode`.\n"
+    record = json.loads(path.read_text(encoding="utf-8"))
+    models = record["models"]
+    chosen = decode_choice(record)
+    head = "| beam | " + " | ".join(f"alpha {a:g}" for a in DECODE_ALPHAS) + " |"
+    out = [
+        f"Mean valid sacreBLEU over the {len(models)} finals ({', '.join(map(_code, models))}):",
+        "",
+        head,
+        "|---|" + "---|" * len(DECODE_ALPHAS),
+    ]
+    for beam in DECODE_BEAMS:
+        cells = []
+        for alpha in DECODE_ALPHAS:
+            values = [m["valid"].get(decode_cell(beam, alpha)) for m in models.values()]
+            if any(v is None for v in values):
+                cells.append("to run")
+                continue
+            text = f"{sum(values) / len(values):.2f}"  # type: ignore[arg-type]
+            cells.append(f"**{text}**" if (beam, alpha) == chosen else text)
+        out.append(f"| {beam} | " + " | ".join(cells) + " |")
+    out.append("")
+    if chosen is None:
+        out.append("Chosen on valid: not yet, cells to run.")
+        return "\n".join(out) + "\n"
+    paper = decode_cell(*PAPER_DECODE)
+    out.append(f"Chosen on valid: {decode_cell(*chosen)} (the paper's: {paper}).")
+    if chosen == PAPER_DECODE:
+        out[-1] += " The finals' test2016 scores stand."
+        return "\n".join(out) + "\n"
+    tests = record.get("test", {})
+    out += [
+        "",
+        f"| final | valid, {paper} | valid, {decode_cell(*chosen)} | test2016, {paper} "
+        f"| test2016, {decode_cell(*chosen)} | lowercased | Moses-tokenized, lowercased |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, m in models.items():
+        t = tests.get(name)
+        row = [
+            f"`{name}`",
+            f"{m['valid'][paper]:.2f}",
+            f"{m['valid'][decode_cell(*chosen)]:.2f}",
+            f"{m['final_test']:.2f}",
+            f"**{t['sacrebleu']['score']:.2f}**" if t else "to run",
+            f"{t['lowercase_bleu']['score']:.2f}" if t else "",
+            f"{t['moses_bleu']['score']:.2f}" if t and "moses_bleu" in t else "",
+        ]
+        out.append("| " + " | ".join(row) + " |")
+    return "\n".join(out) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--multi30k-dir", default=None, help="local raw files (default: download)")
@@ -956,7 +1223,13 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="after --converged: 60-minute trials of other recipes on valid; a winner's finals",
     )
+    ap.add_argument(
+        "--decode",
+        action="store_true",
+        help="after --hour: beam and alpha chosen on valid for the finals; test2016 once each",
+    )
     ap.add_argument("--trials-file", default=str(TRIALS_FILE), help=argparse.SUPPRESS)
+    ap.add_argument("--decode-file", default=str(DECODE_FILE), help=argparse.SUPPRESS)
     ap.add_argument(
         "--converged-trials-file", default=str(CONVERGED_TRIALS), help=argparse.SUPPRESS
     )
@@ -964,8 +1237,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.minutes <= 0 or args.max_trials < 0:
         ap.error("--minutes must be positive and --max-trials >= 0")
-    if args.finals + args.converged + args.hour > 1:
-        ap.error("--finals, --converged and --hour are run one after the other: pass one")
+    if args.finals + args.converged + args.hour + args.decode > 1:
+        ap.error("--finals, --converged, --hour and --decode run one after the other: pass one")
     path = Path(args.trials_file)
     if args.docs:
         write_docs(
@@ -973,16 +1246,22 @@ def main(argv: list[str] | None = None) -> int:
             args.minutes,
             results=Path(args.results),
             converged_trials=Path(args.converged_trials_file),
+            decode_file=Path(args.decode_file),
         )
         print(f"{DOCS.relative_to(ROOT)}: the trials table written from {path.name}")
         return 0
-    if args.finals or args.converged or args.hour:
+    if args.finals or args.converged or args.hour or args.decode:
         _, chosen, missing = plan(read_trials(path), args.minutes)
         if chosen is None:
             print(f"multi30k_trials: the search is not finished ({len(missing)} trial(s) to run)")
             return 2
-        flag = "--finals" if args.finals else "--converged" if args.converged else "--hour"
-        stage = run_finals if args.finals else run_converged if args.converged else run_hour
+        stages = {
+            "--finals": (args.finals, run_finals),
+            "--converged": (args.converged, run_converged),
+            "--hour": (args.hour, run_hour),
+            "--decode": (args.decode, run_decode),
+        }
+        flag, stage = next((f, run) for f, (given, run) in stages.items() if given)
         try:
             return stage(chosen, args)
         except KeyboardInterrupt:

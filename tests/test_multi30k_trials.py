@@ -221,6 +221,14 @@ def test_the_docs_table_is_the_committed_trials_file() -> None:
     assert converged == mt.converged_markdown(
         chosen, mt.read_trials(mt.CONVERGED_TRIALS), mt.RESULTS
     ), "run: python benchmarks/multi30k_trials.py --docs"
+    hour = text[text.index(mt.HOUR_BEGIN) + len(mt.HOUR_BEGIN) + 1 : text.index(mt.HOUR_END)]
+    assert hour == mt.hour_markdown(chosen, mt.read_trials(mt.TRIALS_FILE)), (
+        "run: python benchmarks/multi30k_trials.py --docs"
+    )
+    decode = text[
+        text.index(mt.DECODE_BEGIN) + len(mt.DECODE_BEGIN) + 1 : text.index(mt.DECODE_END)
+    ]
+    assert decode == mt.decode_markdown(), "run: python benchmarks/multi30k_trials.py --docs"
 
 
 def test_the_finals_table_reads_each_results_file(tmp_path: Path) -> None:
@@ -825,3 +833,105 @@ def test_a_run_to_convergence_starts_from_the_trials_latest_checkpoint(tmp_path:
         "step_00007412"
     )
     assert sorted(p.name for p in run.iterdir()) == ["checkpoints", "config.json", "metrics.jsonl"]
+
+
+def test_a_decode_tie_keeps_the_papers_setting_then_the_smaller_beam() -> None:
+    grid = mt.decode_grid()
+    assert grid[0] == mt.PAPER_DECODE == (4, 0.6)
+    assert len(grid) == len(set(grid)) == len(mt.DECODE_BEAMS) * len(mt.DECODE_ALPHAS)
+    flat = {mt.decode_cell(*c): 30.0 for c in grid}
+    record = {"models": {"a.json": {"valid": dict(flat)}, "b.json": {"valid": dict(flat)}}}
+    assert mt.decode_choice(record) == (4, 0.6)  # all equal: the paper's
+    record["models"]["a.json"]["valid"]["beam 8, alpha 1.2"] = 30.5
+    record["models"]["a.json"]["valid"]["beam 6, alpha 1.2"] = 30.5
+    assert mt.decode_choice(record) == (6, 1.2)  # the mean decides; a tie, the smaller beam
+    record["models"]["b.json"]["valid"]["beam 8, alpha 1.2"] = 30.25
+    assert mt.decode_choice(record) == (8, 1.2)
+    del record["models"]["b.json"]["valid"]["beam 1, alpha 0"]
+    assert mt.decode_choice(record) is None  # a cell to run
+    assert mt.decode_choice({}) is None
+
+
+def test_the_benchmarks_decode_defaults_are_the_decode_rounds_choice() -> None:
+    """benchmarks/multi30k.py decodes with the beam and alpha the decode round chose on valid
+    (the paper's until it has run), and passes them to every `aiayn evaluate`."""
+    defaults = multi30k._parser().parse_args([])
+    assert (defaults.beam, defaults.alpha) == mt.chosen_decode()
+
+
+def test_the_decode_round_chooses_on_valid_then_tests_each_final_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--decode decodes valid with every cell of the grid for each final's chosen average,
+    keeps the highest mean (recorded cell by cell: a stopped round resumes), then scores
+    test2016 once per final with it; the paper's setting winning leaves the finals' scores."""
+    path, results, decode = tmp_path / "t.jsonl", tmp_path / "results", tmp_path / "decode.json"
+    runs = tmp_path / "runs" / "m30k-trials"
+    common = ["--trials-file", str(path), "--results", str(results), "--runs", str(runs)]
+    common += ["--decode-file", str(decode), "--decode"]
+    trials: dict = {}
+    fill(trials)
+    path.write_text("".join(json.dumps(t) + "\n" for t in trials.values()))
+    results.mkdir()
+    finals = []
+    for name, budget in (("f1.json", {"budget_minutes": 60.0}), ("c.json", {"budget_steps": 8000})):
+        rec = final_record(40.0) | budget | {"vocab_size": 10000}
+        (results / name).write_text(json.dumps(rec))
+        finals.append((name, tmp_path / name.removesuffix(".json")))
+    monkeypatch.setattr(mt, "decode_finals", lambda *a: None)
+    assert mt.main(common) == 2
+    assert "run --hour first" in capsys.readouterr().out
+    monkeypatch.setattr(mt, "decode_finals", lambda *a: finals)
+    assert mt.main(common) == 2  # the models are not on this machine
+    assert "average-60min-last5.safetensors is missing" in capsys.readouterr().out
+    for (_, run), tag in zip(finals, ("60min", "8000steps"), strict=True):
+        run.mkdir()
+        (run / f"average-{tag}-last5.safetensors").write_bytes(b"")
+    calls: list[list[str]] = []
+
+    def evaluate(argv: list[str]) -> int:  # aiayn evaluate: beam 6, alpha 0.9 is best on valid
+        calls.append(argv)
+        beam, alpha = int(argv[argv.index("--beam") + 1]), float(argv[argv.index("--alpha") + 1])
+        bleu = 40.0 - abs(beam - 6) / 10 - abs(alpha - 0.9) / 10
+        bleu += 1.0 if argv[argv.index("--split") + 1] == "test" else 0.0
+        report = {k: {"score": bleu, "signature": k} for k in mt.DECODE_SCORES}
+        Path(argv[argv.index("--json") + 1]).write_text(json.dumps(report))
+        return 0
+
+    monkeypatch.setattr(mt, "evaluate", evaluate)
+    assert mt.main(common) == 0
+    cells = len(mt.decode_grid())
+    splits = [c[c.index("--split") + 1] for c in calls]
+    assert splits == ["valid"] * (2 * cells) + ["test"] * 2
+    assert all(c[c.index("--data") + 1] == str(runs / "data-bpe10000") for c in calls)
+    assert calls[0][calls[0].index("--checkpoint") + 1].endswith("average-60min-last5.safetensors")
+    tested = [c[c.index("--beam") + 1 :][:3] for c in calls[-2:]]
+    assert tested == [["6", "--alpha", "0.9"]] * 2
+    record = json.loads(decode.read_text())
+    assert record["chosen"] == {"beam": 6, "alpha": 0.9}
+    assert record["models"]["f1.json"]["final_valid"] == 40.0  # the final's own choice
+    assert record["test"]["c.json"]["sacrebleu"]["score"] == 41.0
+    table = mt.decode_markdown(decode)
+    assert "| 6 | 39.91 | 39.94 | 39.97 | **40.00** | 39.97 | 39.94 |" in table
+    assert "Chosen on valid: beam 6, alpha 0.9 (the paper's: beam 4, alpha 0.6)." in table
+    assert "| `f1.json` | 39.77 | 40.00 | 39.00 | **41.00** | 41.00 | 41.00 |" in table
+    assert mt.main(common) == 0  # all recorded: nothing decodes again
+    assert len(calls) == 2 * cells + 2
+    # a round stopped half-way resumes with the cells it lacks
+    del record["models"]["c.json"]["valid"]["beam 8, alpha 1.5"]
+    del record["test"]
+    decode.write_text(json.dumps(record))
+    assert mt.main(common) == 0
+    assert [c[c.index("--split") + 1] for c in calls[2 * cells + 2 :]] == ["valid", "test", "test"]
+    # the paper's setting wins a tie: no test2016 scored
+    monkeypatch.setattr(mt, "evaluate", lambda argv: 1)
+    flat = {mt.decode_cell(*c): 39.0 for c in mt.decode_grid()}
+    decode.write_text(json.dumps({"models": {n: {"valid": flat} for n, _ in finals}}))
+    assert mt.main(common) == 0
+    assert "the finals' test2016 scores stand" in capsys.readouterr().out
+    assert json.loads(decode.read_text())["chosen"] == {"beam": 4, "alpha": 0.6}
+    assert "The finals' test2016 scores stand." in mt.decode_markdown(decode)
+    # a failed decode stops the round with what it recorded
+    decode.unlink()
+    assert mt.main(common) == 1
+    assert "decoding valid failed: f1.json, beam 4, alpha 0.6" in capsys.readouterr().out
