@@ -935,3 +935,32 @@ def test_the_decode_round_chooses_on_valid_then_tests_each_final_once(
     decode.unlink()
     assert mt.main(common) == 1
     assert "decoding valid failed: f1.json, beam 4, alpha 0.6" in capsys.readouterr().out
+
+
+def test_the_decode_round_decodes_the_committed_finals_of_the_recipe_chosen() -> None:
+    """With the hour round complete, the decode round's models are the recipe chosen's two
+    60-minute finals and its converged final, from the runs run_finals and the converged round
+    trained them in (beside --runs)."""
+    _, chosen, _ = mt.plan(mt.read_trials(mt.TRIALS_FILE), M)
+    assert chosen is not None
+    args = mt.argparse.Namespace(runs="runs/m30k-trials", multi30k_dir=None, threads=0)
+    finals = mt.decode_finals(chosen, args, mt.TRIALS_FILE, mt.RESULTS, mt.CONVERGED_TRIALS)
+    assert finals == [
+        (
+            "multi30k-final-60min-dropout0.2-seed1.json",
+            Path("runs/m30k-final-60min-dropout0.2-seed1"),
+        ),
+        (
+            "multi30k-final-60min-dropout0.2-seed2.json",
+            Path("runs/m30k-final-60min-dropout0.2-seed2"),
+        ),
+        ("multi30k-converged-dropout0.2.json", Path("runs/m30k-converged-dropout0.2")),
+    ]
+    for name, run in finals:  # each names the model its test2016 was scored with
+        final = json.loads((mt.RESULTS / name).read_text())
+        model = mt.chosen_model(final, run)
+        assert model.parent == run
+        assert model.name == (
+            f"average-{'60min' if 'budget_minutes' in final else '8000steps'}"
+            f"-last{final['averaged_checkpoints']}.safetensors"
+        )

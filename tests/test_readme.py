@@ -581,52 +581,71 @@ FINALS_60 = (
 
 @pytest.mark.parametrize("md", READMES, ids=lambda p: p.name)
 def test_multi30k_figures_are_the_results_files(md: Path) -> None:
-    """The 60-minute finals of both seeds: steps, the averaging chosen on valid, the cased
-    sacreBLEU, the Moses-tokenized lowercased BLEU, chrF2 and the matmul peak, as in the JSON."""
+    """The 60-minute finals of both seeds and the converged final: steps, the averaging chosen
+    on valid, the matmul peak, and test2016 decoded both ways: with the beam and alpha the
+    decode round chose on valid (bold: cased sacreBLEU, Moses-tokenized lowercased BLEU,
+    chrF2, from multi30k-decode.json) and with the paper's (the finals' own files)."""
     import json
 
+    decode = json.loads((RESULTS / "multi30k-decode.json").read_text(encoding="utf-8"))
+    chosen = decode["chosen"]
+    setting = (
+        "beam {beam}, alpha {alpha:g}" if md == README else "束宽 {beam}，alpha {alpha:g}"
+    ).format(**chosen)
     finals = [json.loads((RESULTS / f).read_text(encoding="utf-8")) for f in FINALS_60]
+    decoded = [decode["test"][f] for f in FINALS_60]
     row = _results_row(md, FINALS_60[0])
+    assert setting in row
     assert all(r["budget_minutes"] == 60.0 for r in finals)
     averaged = [r["averaged_checkpoints"] for r in finals]
     assert (
         "last {} and last {} averaged" if md == README else "分别平均最后 {} 个和 {} 个"
     ).format(*averaged) in row
-    for r in finals:
-        assert f"**{r['sacrebleu']['score']:.1f}**" in row
-        assert f"{r['moses_bleu']['score']:.1f}" in row
+    for r, d in zip(finals, decoded, strict=True):
+        assert f"**{d['sacrebleu']['score']:.1f}**" in row
+        for k in ("moses_bleu", "chrf"):
+            assert f"{d[k]['score']:.1f}" in row
+            assert f"{r[k]['score']:.1f}" in row
+        assert f"{r['sacrebleu']['score']:.1f}" in row
         assert f"{r['steps']:,}" in row
-        assert f"{r['chrf']['score']:.1f}" in row
         assert f"{r['machine']['matmul_peak_gflops']:.0f} GFLOP/s" in row
     # the converged final of the dropout the converged round chose on valid, beside P_drop 0.1's
     name = "multi30k-converged-dropout0.2.json"
     converged = json.loads((RESULTS / name).read_text(encoding="utf-8"))
+    conv_decoded = decode["test"][name]
     row = _results_row(md, name)
+    assert setting in row
     first = json.loads((RESULTS / "multi30k-converged.json").read_text(encoding="utf-8"))
     assert "`multi30k-converged.json`" in row
     for k in ("sacrebleu", "moses_bleu"):
         assert f"{first[k]['score']:.1f}" in row
-    assert f"**{converged['sacrebleu']['score']:.1f}**" in row
-    assert f"**{converged['moses_bleu']['score']:.1f}**" in row
+        assert f"**{conv_decoded[k]['score']:.1f}**" in row
+        assert f"{converged[k]['score']:.1f}" in row
     assert f"{converged['steps']:,}" in row
     assert f"{converged['training_minutes']:.0f}" in row
+    assert f"{conv_decoded['chrf']['score']:.1f}" in row
     assert f"{converged['chrf']['score']:.1f}" in row
     assert f"{converged['machine']['matmul_peak_gflops']:.0f} GFLOP/s" in row
     assert str(converged["averaged_checkpoints"]) in row
     best = max(converged["curve"], key=lambda c: (c["valid_sacrebleu"], -c["step"]))
     assert f"{best['step']:,}" in row
-    gap = f"{41.0 - converged['moses_bleu']['score']:.1f}"
-    assert (f"{gap} above our converged run" if md == README else f"高 {gap}") in md.read_text(
-        encoding="utf-8"
-    )
-    # the first screen's bullet quotes the same runs: cased for both seeds, then Moses
     text = md.read_text(encoding="utf-8")
+    gap = f"{41.0 - conv_decoded['moses_bleu']['score']:.1f}"
+    paper_gap = f"{41.0 - converged['moses_bleu']['score']:.1f}"
+    if md == README:
+        assert f"{gap} above our converged run ({paper_gap} with the paper's" in text
+    else:
+        assert f"高 {gap}（用论文的束宽和 alpha 时高 {paper_gap}）" in text
+    # the first screen's bullet quotes the same runs: cased for both seeds, then Moses, then
+    # the converged run, as decoded with the setting chosen on valid
     bullet = text[text.index("- **Multi30k") :].split("\n\n", 1)[0]
-    figures = [f"{r[k]['score']:.1f}" for k in ("sacrebleu", "moses_bleu") for r in finals]
-    figures += [f"{converged[k]['score']:.1f}" for k in ("sacrebleu", "moses_bleu")]
+    figures = [f"{d[k]['score']:.1f}" for k in ("sacrebleu", "moses_bleu") for d in decoded]
+    figures += [f"{conv_decoded[k]['score']:.1f}" for k in ("sacrebleu", "moses_bleu")]
     positions = [bullet.find(f) for f in figures]
     assert -1 not in positions, (figures, bullet)
     assert positions == sorted(positions), (figures, bullet)
+    paper = [f"{r['sacrebleu']['score']:.1f}" for r in (*finals, converged)]
+    assert all(f in bullet[positions[-1] :] for f in paper), (paper, bullet)
 
 
 def test_training_doc_tables_are_the_results_files() -> None:
