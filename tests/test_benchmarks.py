@@ -389,9 +389,11 @@ def test_multi30k_chooses_the_average_on_valid_and_scores_test_once(monkeypatch,
     import aiayn.train
 
     monkeypatch.setattr(aiayn.train, "list_checkpoints", lambda run: list(range(12)))
-    args = argparse.Namespace(average=[1, 3, 5, 10], limit=0, no_test=False)
+    args = argparse.Namespace(average=[1, 3, 5, 10], limit=0, no_test=False, beam=6, alpha=1.5)
     result = m30k._choose_and_test(tmp_path, tmp_path, args, "40min")
     assert result["averaged_checkpoints"] == 3
+    decoded = [c for c in calls if c[0] == "evaluate"]
+    assert all(c[c.index("--beam") + 1 :][:3] == ["6", "--alpha", "1.5"] for c in decoded)
     assert result["sacrebleu"]["score"] == 99.0  # the test figures, of the chosen model only
     tests = [c for c in calls if c[0] == "evaluate" and "test" in c]
     assert len(tests) == 1
