@@ -442,6 +442,39 @@ def test_compile_benchmark_times_each_variant_in_two_passes(tmp_path: Path) -> N
     assert "not a prepared corpus" in bad.stderr
 
 
+def test_bf16_benchmark_times_both_variants_of_each_shape(tmp_path: Path) -> None:
+    """benchmarks/bf16_cpu.py --quick writes, for each Multi30k shape, the milliseconds a step
+    in float32 and under bf16 autocast, bf16's speed relative to float32, and whether the CPU
+    runs bf16 natively; bad counts are one-line errors."""
+    out = tmp_path / "bf16.json"
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "bf16_cpu.py"), "--quick", "--json", str(out)]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    report = json.loads(out.read_text())
+    assert list(report["shapes"]) == ["small", "mid"]
+    for row in report["shapes"].values():
+        assert row["float32"]["ms_per_step"] > 0
+        assert row["bf16"]["ms_per_step"] > 0
+        ratio = row["float32"]["ms_per_step"] / row["bf16"]["ms_per_step"]
+        assert row["bf16_speed_vs_float32"] == pytest.approx(ratio, rel=0.02)
+    assert isinstance(report["machine"]["bf16_native"], bool)
+    assert report["command"] == "python benchmarks/bf16_cpu.py --quick"
+    bad = subprocess.run([*cmd[:2], "--warmup", "0"], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2
+    assert "(given: --steps 100, --warmup 0, --threads 2)" in bad.stderr
+
+
+def test_the_committed_bf16_results_say_what_docs_quote() -> None:
+    """docs/performance.md quotes benchmarks/results/bf16-cpu.json's step times and speeds."""
+    report = json.loads((ROOT / "benchmarks" / "results" / "bf16-cpu.json").read_text())
+    doc = " ".join((ROOT / "docs" / "performance.md").read_text(encoding="utf-8").split())
+    assert report["machine"]["bf16_native"] is True
+    for row in report["shapes"].values():
+        assert f"x{row['bf16_speed_vs_float32']:.2f}" in doc
+        for v in ("float32", "bf16"):
+            assert f"{row[v]['ms_per_step']:.1f} ms" in doc
+
+
 def test_the_committed_compile_results_say_what_docs_quote() -> None:
     """docs/performance.md quotes benchmarks/results/compile-cpu.json's speeds."""
     report = json.loads((ROOT / "benchmarks" / "results" / "compile-cpu.json").read_text())

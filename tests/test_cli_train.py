@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -160,8 +161,7 @@ def test_plot_of_a_run_with_nothing_logged_is_one_line_and_makes_no_folder(
     ("extra", "message"),
     [
         (["--warmup", "0"], "warmup: must be >= 1"),
-        (["--bf16"], "--bf16"),
-        (["--device", "cuda:0"] if not torch.cuda.is_available() else ["--bf16"], "--"),
+        (["--device", "cuda:0" if not torch.cuda.is_available() else "cuda:99"], "--"),
         (["--resume"], "no such run directory"),
     ],
 )
@@ -227,3 +227,38 @@ def test_sigterm_writes_a_checkpoint_and_exits_cleanly(copy_data: Path, tmp_path
     # ... and the run resumes from it.
     assert main(["train", "--run", str(run), "--resume", "--max-steps", str(step + 1)]) == 0
     assert latest_checkpoint(run).name == f"step_{step + 1:08d}"
+
+
+def test_bf16_autocast_runs_on_the_cpu(copy_data: Path, tmp_path: Path, monkeypatch) -> None:
+    """--bf16 on a CPU trains under torch.autocast("cpu", bfloat16): the matmuls of the step
+    run in bf16 while the weights, the gradients and the loss stay float32; a CPU without
+    native bf16 gets a warning (it would be slower), not a refusal."""
+    from aiayn.train import runtime as rt
+    from aiayn.train.distributed import World
+
+    model = torch.nn.Linear(4, 4)
+    _, autocast = rt.wrap(model, World(), rt.Runtime(bf16=True))  # type: ignore[arg-type]
+    with autocast():
+        y = model(torch.ones(2, 4))
+    assert y.dtype == torch.bfloat16
+    assert model.weight.dtype == torch.float32
+    _, plain = rt.wrap(model, World(), rt.Runtime())  # type: ignore[arg-type]
+    with plain():
+        assert model(torch.ones(2, 4)).dtype == torch.float32
+    warned: list[str] = []
+    monkeypatch.setattr(rt, "cpu_bf16_native", lambda: False)
+    monkeypatch.setattr(rt.log, "warning", lambda msg, *a: warned.append(msg))
+    rt.wrap(model, World(), rt.Runtime(bf16=True))  # type: ignore[arg-type]
+    assert warned
+    assert "no native bf16" in warned[0]
+    monkeypatch.undo()
+    run = tmp_path / "run"
+    args = ["train", "--data", str(copy_data), "--run", str(run), *SMALL, *QUICK, "--bf16"]
+    assert main([*args, "--max-steps", "4"]) == 0
+    losses = [
+        json.loads(line)["loss"]
+        for line in (run / "metrics.jsonl").read_text().splitlines()
+        if json.loads(line).get("event") == "train"
+    ]
+    assert losses
+    assert all(math.isfinite(x) for x in losses)

@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 
 from aiayn.cli.common import add_config_args, flag_values
 from aiayn.config import PRESETS, ModelConfig, TrainConfig, model_preset
-from aiayn.errors import UserError
 
 if TYPE_CHECKING:
     from aiayn.train.configure import Settings
@@ -83,7 +82,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     runtime.add_argument(
         "--device", default="auto", help="auto (CUDA if present), cpu, cuda or cuda:N"
     )
-    runtime.add_argument("--bf16", action="store_true", help="bf16 autocast (CUDA only)")
+    runtime.add_argument(
+        "--bf16",
+        action="store_true",
+        help="bf16 autocast (CUDA; a CPU with AVX512-BF16 or AMX: docs/performance.md)",
+    )
     runtime.add_argument("--compile", action="store_true", help="torch.compile (CUDA only)")
     runtime.add_argument(
         "--kernels",
@@ -225,8 +228,6 @@ def run(args: argparse.Namespace) -> int:
 
     run_dir = Path(args.run)
     device = pick_device(args.device)  # a missing GPU is an error before anything is loaded
-    if args.bf16 and device.type != "cuda":
-        raise UserError("--bf16: bf16 autocast is for CUDA devices; this run is on the CPU")
     check_run_dir(run_dir, args.resume)
     main = int(os.environ.get("RANK", "0")) == 0
     # A run that another training holds is refused before anything is loaded (train locks too).

@@ -43,14 +43,14 @@ class TrainingDiverged(UserError):
 
 @dataclass(frozen=True)
 class Runtime:
-    """How to run, not what to compute: device, kernels, bf16 autocast, torch.compile (CUDA only).
+    """How to run, not what to compute: device, kernels, bf16 autocast, torch.compile (CUDA only)
 
     None of it is stored in a checkpoint: a run may resume with other values.
     """
 
     device: str = "auto"
     kernels: Kernels = "fast"  # aiayn.kernels.FAST (proven equal to PLAIN); "plain": none
-    bf16: bool = False  # EXTENSION: bf16 autocast on CUDA (off by default)
+    bf16: bool = False  # EXTENSION: bf16 autocast, CUDA or CPU (off by default)
     compile: bool = False  # torch.compile the model (CUDA only; ignored on the CPU)
 
 
@@ -295,12 +295,18 @@ class Session:
             self.window, self.last_log = [0.0, 0.0, 0.0], now
 
 
+def cpu_bf16_native() -> bool:
+    """True when oneDNN runs bf16 matmuls natively on this CPU (AVX512-BF16 or AMX), where
+    bf16 autocast is faster than float32 (benchmarks/bf16_cpu.py); elsewhere it is emulated."""
+    return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+
+
 def wrap(model: Transformer, world: World, runtime: Runtime) -> tuple[torch.nn.Module, Callable]:
-    """DDP when there are several processes; torch.compile and bf16 autocast on CUDA."""
+    """DDP when there are several processes; torch.compile on CUDA; bf16 autocast."""
     net: torch.nn.Module = model
     cuda = world.device.type == "cuda"
-    if runtime.bf16 and not cuda:
-        raise UserError("--bf16: bf16 autocast is for CUDA devices; this run is on the CPU")
+    if runtime.bf16 and not cuda and not cpu_bf16_native():
+        log.warning("--bf16: this CPU has no native bf16 (AVX512-BF16 or AMX): slower than fp32")
     if runtime.compile:
         if cuda:
             net = torch.compile(net)  # type: ignore[assignment]
@@ -312,7 +318,7 @@ def wrap(model: Transformer, world: World, runtime: Runtime) -> tuple[torch.nn.M
 
     def autocast() -> contextlib.AbstractContextManager:
         if runtime.bf16:  # EXTENSION: bf16 autocast (off by default); the loss runs in float32
-            return torch.autocast("cuda", dtype=torch.bfloat16)
+            return torch.autocast(world.device.type, dtype=torch.bfloat16)
         return contextlib.nullcontext()
 
     return net, autocast

@@ -1,0 +1,142 @@
+"""bf16 autocast on the CPU: is a training step of the Multi30k models faster in bf16?
+
+  python benchmarks/bf16_cpu.py --json benchmarks/results/bf16-cpu.json   # ~5 minutes
+  python benchmarks/bf16_cpu.py --quick                                    # a smoke test
+
+Times one training step (forward with the label-smoothed loss, backward, Adam: section 5.3) of
+the Multi30k benchmark's `small` (d_model 128, d_ff 256) and `mid` (d_model 192, d_ff 512)
+shapes, 4 heads, 4 + 4 layers, BPE 10000, dropout 0.2, on 2,048-token batches of synthetic
+pairs with Multi30k's lengths (benchmarks/compile_cpu.py's), in float32 and under
+`torch.autocast("cpu", dtype=torch.bfloat16)` (what `aiayn train --bf16` runs), both with
+aiayn's CPU kernels. The weights, their gradients, Adam's state and the loss stay float32;
+the matmuls run in bf16. Each variant has its own model and optimizer from the same initial
+weights; after --warmup untimed steps they take turns batch by batch, so a slow spell of the
+machine falls on both. Reports the milliseconds a step and bf16's speed relative to float32,
+and whether this CPU runs bf16 natively (AVX512-BF16 or AMX, through oneDNN): where it does
+not, bf16 is emulated and slower, so `--bf16` stays off by default (docs/performance.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import torch  # noqa: E402
+from compile_cpu import synthetic_batches  # noqa: E402
+from multi30k import _processor as processor  # noqa: E402
+
+from aiayn.config import ModelConfig  # noqa: E402
+from aiayn.data.batch import Batch  # noqa: E402
+from aiayn.flops import matmul_peak  # noqa: E402
+from aiayn.kernels import FAST  # noqa: E402
+from aiayn.model import Transformer  # noqa: E402
+from aiayn.train.runtime import cpu_bf16_native  # noqa: E402
+
+SHAPES = {"small": (128, 256), "mid": (192, 512)}  # benchmarks/multi30k.py's (d_model, d_ff)
+VARIANTS = ("float32", "bf16")
+
+
+def step(net: Transformer, opt: torch.optim.Optimizer, batch: Batch, bf16: bool) -> float:
+    """One update, its matmuls in bf16 when BF16; its label-smoothed loss per target token."""
+    cast = torch.autocast("cpu", dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
+    with cast:
+        smoothed, _, n = net(batch.src, batch.tgt_in, target=batch.tgt_out, label_smoothing=0.1)
+    (smoothed / n).backward()
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+    return float(smoothed.detach()) / int(n)
+
+
+def time_shape(cfg: ModelConfig, batches: list[Batch], warmup: int, steps: int) -> dict:
+    """Both variants of one shape, in turns: ms a step, bf16's speed relative to float32."""
+    nets = {}
+    for v in VARIANTS:
+        torch.manual_seed(0)
+        model = Transformer(cfg, FAST).train()
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3, betas=(0.9, 0.98), eps=1e-9)
+        nets[v] = (model, opt)
+    for v, (net, opt) in nets.items():
+        for b in batches[:warmup]:
+            step(net, opt, b, v == "bf16")
+    spent = dict.fromkeys(VARIANTS, 0.0)
+    loss = dict.fromkeys(VARIANTS, 0.0)
+    for b in batches[warmup : warmup + steps]:
+        for v, (net, opt) in nets.items():
+            t0 = time.perf_counter()
+            loss[v] = step(net, opt, b, v == "bf16")
+            spent[v] += time.perf_counter() - t0
+    out = {v: {"ms_per_step": round(1000 * spent[v] / steps, 2)} for v in VARIANTS}
+    for v in VARIANTS:
+        out[v]["last_loss"] = round(loss[v], 4)
+    out["bf16_speed_vs_float32"] = round(spent["float32"] / spent["bf16"], 3)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=100, help="timed steps a variant (default 100)")
+    ap.add_argument("--warmup", type=int, default=10, help="untimed steps first (default 10)")
+    ap.add_argument("--threads", type=int, default=2, help="intra-op threads (default 2)")
+    ap.add_argument("--quick", action="store_true", help="tiny models, 3 + 3 steps: a smoke test")
+    ap.add_argument("--json", type=Path, help="write the results here")
+    args = ap.parse_args(argv)
+    if args.steps < 1 or args.warmup < 1 or args.threads < 1:
+        given = f"--steps {args.steps}, --warmup {args.warmup}, --threads {args.threads}"
+        ap.error(f"--steps, --warmup and --threads must be at least 1 (given: {given})")
+    torch.set_num_threads(args.threads)
+    if args.quick:
+        args.steps, args.warmup = 3, 3
+    need = args.warmup + args.steps
+    results = {}
+    for shape, (d_model, d_ff) in SHAPES.items():
+        if args.quick:
+            d_model, d_ff = d_model // 8, d_ff // 8
+        vocab = 200 if args.quick else 10000
+        cfg = ModelConfig(
+            vocab_size=vocab, d_model=d_model, n_heads=4, d_ff=d_ff, n_layers=4, dropout=0.2
+        )
+        batches = synthetic_batches(max(2000, need * 160), 2048, vocab, seed=1)
+        results[shape] = time_shape(cfg, batches, args.warmup, args.steps)
+        r = results[shape]
+        print(
+            f"{shape}: float32 {r['float32']['ms_per_step']:.1f} ms a step, bf16 "
+            f"{r['bf16']['ms_per_step']:.1f}: bf16 x{r['bf16_speed_vs_float32']:.2f}",
+            flush=True,
+        )
+    result = {
+        "benchmark": "a training step, float32 against bf16 autocast, on the CPU (FAST kernels)",
+        "max_tokens": 2048,
+        "vocab_size": 200 if args.quick else 10000,
+        "batches": "synthetic, Multi30k-like lengths",
+        "steps": args.steps,
+        "warmup_steps": args.warmup,
+        "shapes": results,
+        "machine": {
+            "processor": processor(),
+            "threads": args.threads,
+            "bf16_native": cpu_bf16_native(),
+            "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "matmul_peak_gflops": round(matmul_peak(torch.device("cpu"), quick=True) / 1e9, 1),
+            "torch": torch.__version__,
+        },
+        "command": "python benchmarks/bf16_cpu.py"
+        + (" --quick" if args.quick else "")
+        + (f" --steps {args.steps}" if args.steps != 100 and not args.quick else ""),
+    }
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        print(f"written: {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
