@@ -71,6 +71,8 @@ def _train_flags(args: argparse.Namespace) -> list[str]:
     flags = [*SHAPES[args.shape], "--dropout", f"{args.dropout:g}", "--warmup", str(args.warmup)]
     flags += ["--lr-scale", f"{args.lr_scale:g}", "--max-tokens", str(args.max_tokens)]
     flags += ["--seed", str(args.seed)]
+    if args.norm_first:  # DEVIATION(3.1): pre-LN, a final LayerNorm on each stack
+        flags += ["--norm-first"]
     if args.lr_decay == "linear":  # DEVIATION(5.3): to zero at the end of the last budget
         unit = "--decay-minutes" if args.minutes else "--decay-steps"
         flags += ["--lr-decay", "linear", unit, f"{_budgets(args)[-1]:g}"]
@@ -402,6 +404,9 @@ def _parser() -> argparse.ArgumentParser:
         help="rsqrt: Eq. (3) (default); linear: DEVIATION(5.3), to zero at the last budget",
     )
     ap.add_argument("--max-tokens", type=int, default=2048, help="tokens a batch (default 2048)")
+    ap.add_argument(
+        "--norm-first", action="store_true", help="pre-LN (default: the paper's post-LN)"
+    )
     ap.add_argument("--seed", type=int, default=1, help="training seed (default 1)")
     ap.add_argument(
         "--average",

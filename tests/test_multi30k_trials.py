@@ -51,7 +51,7 @@ def test_names_are_one_per_setting() -> None:
     assert name == (
         "20 min: tiny, 4096 tokens, lr x0.5, warm-up 400, rsqrt, dropout 0.1, BPE 8000, seed 1"
     )
-    values = ("small", 2048, 1.0, 800, "linear", 0.3, 4000, 2)
+    values = ("small", 2048, 1.0, 800, "linear", 0.3, 4000, 2, True)
     fields = dataclasses.fields(base)
     others = {
         mt.trial_name(dataclasses.replace(base, **{f.name: v}), M)
@@ -59,6 +59,10 @@ def test_names_are_one_per_setting() -> None:
     }
     assert len(others | {name}) == len(fields) + 1
     assert mt.trial_name(base, 60) != name
+    pre_ln = dataclasses.replace(base, norm_first=True)  # named and flagged only when set
+    assert mt.trial_name(pre_ln, M) == f"{name}, pre-LN"
+    assert "--norm-first" not in base.flags()
+    assert pre_ln.flags()[:-4] == [*base.flags()[:-4], "--norm-first"]
 
 
 def test_an_empty_record_starts_with_the_shapes() -> None:
@@ -931,20 +935,34 @@ def test_the_decode_round_chooses_on_valid_then_tests_each_final_once(
     assert "the finals' test2016 scores stand" in capsys.readouterr().out
     assert json.loads(decode.read_text())["chosen"] == {"beam": 4, "alpha": 0.6}
     assert "The finals' test2016 scores stand." in mt.decode_markdown(decode)
+    # a record of other finals is not mixed with these
+    decode.write_text(json.dumps({"models": {"old.json": {"valid": flat}}}))
+    assert mt.main(common) == 2
+    assert "decodes other finals (old.json)" in capsys.readouterr().out
     # a failed decode stops the round with what it recorded
     decode.unlink()
     assert mt.main(common) == 1
     assert "decoding valid failed: f1.json, beam 4, alpha 0.6" in capsys.readouterr().out
 
 
-def test_the_decode_round_decodes_the_committed_finals_of_the_recipe_chosen() -> None:
-    """With the hour round complete, the decode round's models are the recipe chosen's two
-    60-minute finals and its converged final, from the runs run_finals and the converged round
-    trained them in (beside --runs)."""
+def test_the_decode_round_decodes_the_committed_finals_of_the_recipe_chosen(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With the hour round complete (its candidates as they were when the decode round ran),
+    the decode round's models are the recipe chosen's two 60-minute finals and its converged
+    final, from the runs run_finals and the converged round trained them in (beside --runs);
+    with a candidate still to run, there are none yet."""
+    args = mt.argparse.Namespace(runs="runs/m30k-trials", multi30k_dir=None, threads=0)
     _, chosen, _ = mt.plan(mt.read_trials(mt.TRIALS_FILE), M)
     assert chosen is not None
-    args = mt.argparse.Namespace(runs="runs/m30k-trials", multi30k_dir=None, threads=0)
+    pending = dataclasses.replace(mt.Recipe(), shape="mid", dropout=0.25)
+    monkeypatch.setattr(mt, "HOUR_CANDIDATES", (*mt.HOUR_CANDIDATES, ("pending", pending)))
+    assert mt.decode_finals(chosen, args, mt.TRIALS_FILE, mt.RESULTS, mt.CONVERGED_TRIALS) is None
+    monkeypatch.setattr(mt, "HOUR_CANDIDATES", mt.HOUR_CANDIDATES[:2])
+    recorded = json.loads(mt.DECODE_FILE.read_text())["models"]
     finals = mt.decode_finals(chosen, args, mt.TRIALS_FILE, mt.RESULTS, mt.CONVERGED_TRIALS)
+    assert finals is not None
+    assert sorted(name for name, _ in finals) == sorted(recorded)
     assert finals == [
         (
             "multi30k-final-60min-dropout0.2-seed1.json",
