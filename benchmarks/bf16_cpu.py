@@ -19,8 +19,6 @@ not, bf16 is emulated and slower, so `--bf16` stays off by default (docs/perform
 from __future__ import annotations
 
 import argparse
-import contextlib
-import json
 import sys
 import time
 from pathlib import Path
@@ -30,29 +28,16 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import torch  # noqa: E402
-from compile_cpu import synthetic_batches  # noqa: E402
-from multi30k import _processor as processor  # noqa: E402
+from compile_cpu import command, machine, step, synthetic_batches, write_report  # noqa: E402
 
 from aiayn.config import ModelConfig  # noqa: E402
 from aiayn.data.batch import Batch  # noqa: E402
-from aiayn.flops import matmul_peak  # noqa: E402
 from aiayn.kernels import FAST  # noqa: E402
 from aiayn.model import Transformer  # noqa: E402
 from aiayn.train.runtime import cpu_bf16_native  # noqa: E402
 
 SHAPES = {"small": (128, 256), "mid": (192, 512)}  # benchmarks/multi30k.py's (d_model, d_ff)
 VARIANTS = ("float32", "bf16")
-
-
-def step(net: Transformer, opt: torch.optim.Optimizer, batch: Batch, bf16: bool) -> float:
-    """One update, its matmuls in bf16 when BF16; its label-smoothed loss per target token."""
-    cast = torch.autocast("cpu", dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
-    with cast:
-        smoothed, _, n = net(batch.src, batch.tgt_in, target=batch.tgt_out, label_smoothing=0.1)
-    (smoothed / n).backward()
-    opt.step()
-    opt.zero_grad(set_to_none=True)
-    return float(smoothed.detach()) / int(n)
 
 
 def time_shape(cfg: ModelConfig, batches: list[Batch], warmup: int, steps: int) -> dict:
@@ -120,21 +105,13 @@ def main(argv: list[str] | None = None) -> int:
         "warmup_steps": args.warmup,
         "shapes": results,
         "machine": {
-            "processor": processor(),
-            "threads": args.threads,
+            **machine(args.threads),
             "bf16_native": cpu_bf16_native(),
             "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-            "matmul_peak_gflops": round(matmul_peak(torch.device("cpu"), quick=True) / 1e9, 1),
-            "torch": torch.__version__,
         },
-        "command": "python benchmarks/bf16_cpu.py"
-        + (" --quick" if args.quick else "")
-        + (f" --steps {args.steps}" if args.steps != 100 and not args.quick else ""),
+        "command": command("bf16_cpu.py", args),
     }
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-        print(f"written: {args.json}")
+    write_report(args.json, result)
     return 0
 
 

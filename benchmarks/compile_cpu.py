@@ -26,6 +26,7 @@ time (compilation included) and Dynamo's graph count and graph breaks. `aiayn tr
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
@@ -80,9 +81,14 @@ def make(cfg: ModelConfig, variant: str) -> tuple[torch.nn.Module, torch.optim.O
     return model, opt
 
 
-def step(net: torch.nn.Module, opt: torch.optim.Optimizer, batch: Batch) -> float:
-    """One update; its label-smoothed loss per target token."""
-    smoothed, _, n = net(batch.src, batch.tgt_in, target=batch.tgt_out, label_smoothing=0.1)
+def step(
+    net: torch.nn.Module, opt: torch.optim.Optimizer, batch: Batch, bf16: bool = False
+) -> float:
+    """One update (its matmuls in bf16 under autocast when BF16); its label-smoothed loss per
+    target token."""
+    cast = torch.autocast("cpu", dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
+    with cast:
+        smoothed, _, n = net(batch.src, batch.tgt_in, target=batch.tgt_out, label_smoothing=0.1)
     (smoothed / n).backward()
     opt.step()
     opt.zero_grad(set_to_none=True)
@@ -170,21 +176,37 @@ def main(argv: list[str] | None = None) -> int:
         "variants": rows,
         "graph_breaks": breaks,
         "graphs": counters["stats"].get("unique_graphs", 0),
-        "machine": {
-            "processor": processor(),
-            "threads": args.threads,
-            "matmul_peak_gflops": round(matmul_peak(torch.device("cpu"), quick=True) / 1e9, 1),
-            "torch": torch.__version__,
-        },
-        "command": "python benchmarks/compile_cpu.py"
-        + (" --quick" if args.quick else "")
-        + (f" --steps {args.steps}" if args.steps != 100 and not args.quick else ""),
+        "machine": machine(args.threads),
+        "command": command("compile_cpu.py", args),
     }
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-        print(f"written: {args.json}")
+    write_report(args.json, result)
     return 0
+
+
+def machine(threads: int) -> dict:
+    """The CPU a step benchmark ran on: processor, threads, measured matmul peak, torch."""
+    return {
+        "processor": processor(),
+        "threads": threads,
+        "matmul_peak_gflops": round(matmul_peak(torch.device("cpu"), quick=True) / 1e9, 1),
+        "torch": torch.__version__,
+    }
+
+
+def command(script: str, args: argparse.Namespace) -> str:
+    """The command line a step benchmark's results came from (--quick, or a --steps not 100)."""
+    quick = " --quick" if args.quick else ""
+    steps = f" --steps {args.steps}" if args.steps != 100 and not args.quick else ""
+    return f"python benchmarks/{script}{quick}{steps}"
+
+
+def write_report(path: Path | None, result: dict) -> None:
+    """Write RESULT as JSON to PATH (nothing without one)."""
+    if path is None:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print(f"written: {path}")
 
 
 if __name__ == "__main__":

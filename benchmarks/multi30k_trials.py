@@ -1063,7 +1063,8 @@ def _save(path: Path, record: dict) -> None:
 
 def run_decode(recipe: Recipe, args: argparse.Namespace) -> int:
     """The decode round: each final's chosen average decodes valid with every cell of
-    decode_grid (cells recorded before are kept: it resumes); the cell with the highest mean
+    decode_grid (cells recorded before are kept: it resumes; beam 1 is decoded once, its
+    output being the same for every alpha); the cell with the highest mean
     wins; if it is not the paper's, each final scores test2016 once with it. Everything goes
     to multi30k-decode.json."""
     results = Path(args.results)
@@ -1100,6 +1101,11 @@ def run_decode(recipe: Recipe, args: argparse.Namespace) -> int:
         for beam, alpha in decode_grid():
             cell = decode_cell(beam, alpha)
             if cell in entry["valid"]:
+                continue
+            greedy = [v for c, v in entry["valid"].items() if c.startswith("beam 1,")]
+            if beam == 1 and greedy:  # one hypothesis: alpha ranks nothing, the output is one
+                entry["valid"][cell] = greedy[0]
+                _save(path, record)
                 continue
             report = model.parent / f"decode-valid-beam{beam}-alpha{alpha:g}.json"
             argv = ["--checkpoint", str(model), "--data", str(data), "--split", "valid"]

@@ -165,6 +165,8 @@ def test_a_trial_records_its_training_loss_every_500_updates(monkeypatch, tmp_pa
         (["--average", "20", "--keep", "10"], "needs --keep of at least that"),
         (["--resume", "--overwrite"], "pass one"),
         (["--steps", "200", "100"], "--steps must be positive and increasing"),
+        (["--beam", "0"], "--beam must be >= 1 and --alpha >= 0, got 0 and 1.5"),
+        (["--alpha", "-1"], "got 6 and -1"),
     ],
 )
 def test_multi30k_benchmark_refuses_bad_flags(flags: list[str], message: str) -> None:

@@ -904,7 +904,7 @@ def test_the_decode_round_chooses_on_valid_then_tests_each_final_once(
 
     monkeypatch.setattr(mt, "evaluate", evaluate)
     assert mt.main(common) == 0
-    cells = len(mt.decode_grid())
+    cells = len(mt.decode_grid()) - (len(mt.DECODE_ALPHAS) - 1)  # beam 1 decoded once
     splits = [c[c.index("--split") + 1] for c in calls]
     assert splits == ["valid"] * (2 * cells) + ["test"] * 2
     assert all(c[c.index("--data") + 1] == str(runs / "data-bpe10000") for c in calls)
@@ -912,6 +912,8 @@ def test_the_decode_round_chooses_on_valid_then_tests_each_final_once(
     tested = [c[c.index("--beam") + 1 :][:3] for c in calls[-2:]]
     assert tested == [["6", "--alpha", "0.9"]] * 2
     record = json.loads(decode.read_text())
+    greedy = {v for c, v in record["models"]["f1.json"]["valid"].items() if c.startswith("beam 1,")}
+    assert len(greedy) == 1  # every alpha of beam 1 holds its one decode
     assert record["chosen"] == {"beam": 6, "alpha": 0.9}
     assert record["models"]["f1.json"]["final_valid"] == 40.0  # the final's own choice
     assert record["test"]["c.json"]["sacrebleu"]["score"] == 41.0

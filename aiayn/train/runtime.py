@@ -43,7 +43,7 @@ class TrainingDiverged(UserError):
 
 @dataclass(frozen=True)
 class Runtime:
-    """How to run, not what to compute: device, kernels, bf16 autocast, torch.compile (CUDA only)
+    """How to run, not what to compute: device, kernels, bf16 autocast, torch.compile (CUDA only).
 
     None of it is stored in a checkpoint: a run may resume with other values.
     """
