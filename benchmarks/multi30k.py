@@ -73,6 +73,8 @@ def _train_flags(args: argparse.Namespace) -> list[str]:
     flags += ["--seed", str(args.seed)]
     if args.norm_first:  # DEVIATION(3.1): pre-LN, a final LayerNorm on each stack
         flags += ["--norm-first"]
+    if args.bf16:  # EXTENSION: bf16 autocast (off by default), fp32 weights and Adam state
+        flags += ["--bf16"]
     if args.lr_decay == "linear":  # DEVIATION(5.3): to zero at the end of the last budget
         unit = "--decay-minutes" if args.minutes else "--decay-steps"
         flags += ["--lr-decay", "linear", unit, f"{_budgets(args)[-1]:g}"]
@@ -151,13 +153,17 @@ def _meta(run: Path) -> dict:
     return json.loads((latest / META_FILE).read_text(encoding="utf-8"))
 
 
-def _prepared_vocab(data: Path) -> int | None:
-    """The BPE size DATA was prepared with, or None if it holds no complete preparation."""
+def _prepared(data: Path) -> tuple[int, bool] | None:
+    """(the BPE size, lowercased) DATA was prepared with, or None if it holds no complete
+    preparation."""
     try:
         manifest = json.loads((data / "manifest.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    return manifest.get("options", {}).get("vocab_size") if manifest.get("complete") else None
+    if not manifest.get("complete"):
+        return None
+    options = manifest.get("options", {})
+    return options.get("vocab_size"), bool(options.get("lowercase", False))
 
 
 def _trained(run: Path, args: argparse.Namespace) -> float:
@@ -332,6 +338,7 @@ def _record(args: argparse.Namespace, summary: dict) -> None:
         "name": args.record,
         "train_flags": summary["train_flags"],
         "vocab_size": args.vocab_size,
+        **({"lowercase": True} if args.lowercase else {}),
         "seed": args.seed,
         **({"budget_minutes": summary["budget_minutes"]} if args.minutes else {}),
         **({"budget_steps": summary["budget_steps"]} if args.steps else {}),
@@ -348,6 +355,10 @@ def _record(args: argparse.Namespace, summary: dict) -> None:
         "command": summary["command"],
         "protocol": summary["protocol"],
     }
+    if all("moses_bleu" in v for v in valid.values()):  # the literature's flavour, on valid
+        record["valid_moses_bleu_by_averaged"] = {
+            n: v["moses_bleu"]["score"] for n, v in valid.items()
+        }
     if all("perplexity" in v for v in valid.values()):
         record["valid_perplexity_by_averaged"] = {
             n: round(v["perplexity"]["value"], 3) for n, v in valid.items()
@@ -406,6 +417,17 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--max-tokens", type=int, default=2048, help="tokens a batch (default 2048)")
     ap.add_argument(
         "--norm-first", action="store_true", help="pre-LN (default: the paper's post-LN)"
+    )
+    ap.add_argument(
+        "--lowercase",
+        action="store_true",
+        help="train and score on lowercased text, as the Multi30k literature (aiayn prepare "
+        "--lowercase; its cased sacreBLEU is then a lowercased one)",
+    )
+    ap.add_argument(
+        "--bf16",
+        action="store_true",
+        help="train under bfloat16 autocast (default: fp32, as the paper; decoding stays fp32)",
     )
     ap.add_argument("--seed", type=int, default=1, help="training seed (default 1)")
     ap.add_argument(
@@ -495,11 +517,13 @@ def main() -> int:
 
         if read_run_config(run).train.seed != args.seed:
             ap.error(f"{run} was trained with another --seed; pass its own settings to --resume")
-    if _prepared_vocab(data) != args.vocab_size:  # missing, or prepared with another BPE
+    if _prepared(data) != (args.vocab_size, args.lowercase):  # missing, or prepared otherwise
+        asked = f"--vocab-size {args.vocab_size}" + (" --lowercase" if args.lowercase else "")
         if args.resume and run.exists():
-            ap.error(f"{data}: not prepared with --vocab-size {args.vocab_size}, as {run} was")
+            ap.error(f"{data}: not prepared with {asked}, as {run} was")
         prep = ["prepare", "--source", "multi30k", "--out", str(data), "--overwrite"]
         prep += ["--vocab-size", str(args.vocab_size), "--no-progress"]
+        prep += ["--lowercase"] if args.lowercase else []
         if args.multi30k_dir:
             prep += ["--multi30k-dir", args.multi30k_dir]
         if aiayn(prep) != 0:
@@ -577,6 +601,7 @@ def main() -> int:
             "command": _command(args),
             "train_flags": _train_flags(args),
             "vocab_size": args.vocab_size,
+            **({"lowercase": True} if args.lowercase else {}),
             "protocol": "averaging chosen on valid (val, 1014 sentences); test2016 scored once "
             "for the chosen average" + (" (not scored: --no-test)" if args.no_test else ""),
         }

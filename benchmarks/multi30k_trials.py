@@ -39,6 +39,13 @@ seeds and the converged run, their averages chosen on valid) decodes valid with 
 DECODE_BEAMS and alpha of DECODE_ALPHAS; the cell with the highest mean wins (a tie keeps the
 paper's), and each final scores test2016 once with it (multi30k-decode.json; resumable, cell
 by cell). It needs the finals' runs, so it runs on the machine that trained them.
+
+`--literature` is the fifth: the Multi30k papers train on lowercased text and score lowercased,
+Moses-tokenized BLEU. The converged round's winner is trained to convergence again on
+lowercased text (valid only, multi30k-converged-trials.jsonl) and set against its cased
+converged final in that flavour on valid, both decoded with the benchmark's defaults
+(multi30k-literature.json); a lowercased winner scores test2016 once
+(multi30k-converged-lowercased.json). It decodes the cased final's own model too.
 """
 
 from __future__ import annotations
@@ -70,12 +77,16 @@ class Recipe:
     vocab_size: int = 8000
     seed: int = 1
     norm_first: bool = False  # DEVIATION(3.1): pre-LN; named and flagged only when set
+    bf16: bool = False  # bfloat16 autocast in training; named and flagged only when set
+    lowercase: bool = False  # lowercased text (the literature's); named and flagged only when set
 
     def flags(self) -> list[str]:
         out = ["--shape", self.shape, "--max-tokens", str(self.max_tokens)]
         out += ["--lr-scale", f"{self.lr_scale:g}", "--warmup", str(self.warmup)]
         out += ["--lr-decay", self.lr_decay, "--dropout", f"{self.dropout:g}"]
         out += ["--norm-first"] if self.norm_first else []
+        out += ["--bf16"] if self.bf16 else []
+        out += ["--lowercase"] if self.lowercase else []
         return [*out, "--vocab-size", str(self.vocab_size), "--seed", str(self.seed)]
 
 
@@ -86,6 +97,8 @@ def trial_name(recipe: Recipe, minutes: float) -> str:
         f"{minutes:g} min: {r.shape}, {r.max_tokens} tokens, lr x{r.lr_scale:g}, warm-up "
         f"{r.warmup}, {r.lr_decay}, dropout {r.dropout:g}, BPE {r.vocab_size}, seed {r.seed}"
         + (", pre-LN" if r.norm_first else "")
+        + (", bf16" if r.bf16 else "")
+        + (", lowercased" if r.lowercase else "")
     )
 
 
@@ -343,11 +356,13 @@ def write_docs(
     results: Path = RESULTS,
     converged_trials: Path = CONVERGED_TRIALS,
     decode_file: Path | None = None,
+    literature_file: Path | None = None,
 ) -> None:
     """Replace docs/training.md's trials region with ``markdown(trials, minutes)``, its finals
     region with ``finals_markdown`` of the recipe chosen (the finals run --final-minutes 60),
-    its converged region with ``converged_markdown``, its hour region with ``hour_markdown``
-    and its decode region with ``decode_markdown``."""
+    its converged region with ``converged_markdown``, its hour region with ``hour_markdown``,
+    its decode region with ``decode_markdown`` and its literature region with
+    ``literature_markdown``."""
     text = _replace(doc.read_text(encoding="utf-8"), BEGIN, END, markdown(trials, minutes))
     _, chosen, _ = plan(trials, minutes)
     if FINALS_BEGIN in text:
@@ -363,7 +378,17 @@ def write_docs(
     if DECODE_BEGIN in text:
         body = decode_markdown(DECODE_FILE if decode_file is None else decode_file)
         text = _replace(text, DECODE_BEGIN, DECODE_END, body)
+    if LITERATURE_BEGIN in text:
+        decode = DECODE_FILE if decode_file is None else decode_file
+        lit = LITERATURE_FILE if literature_file is None else literature_file
+        body = literature_markdown(lit, converged_trials, results, decode)
+        text = _replace(text, LITERATURE_BEGIN, LITERATURE_END, body)
     doc.write_text(text, encoding="utf-8")
+
+
+def data_dir(args: argparse.Namespace, vocab_size: int, lowercase: bool = False) -> Path:
+    """The prepared data the trials of one BPE size (and casing) share, under --runs."""
+    return Path(args.runs) / (f"data-bpe{vocab_size}" + ("-lc" if lowercase else ""))
 
 
 def trial_command(recipe: Recipe, minutes: float, args: argparse.Namespace) -> list[str]:
@@ -373,7 +398,7 @@ def trial_command(recipe: Recipe, minutes: float, args: argparse.Namespace) -> l
     slug = name.replace(":", "").replace(",", "").replace(" ", "-").replace("--", "-")
     run = Path(args.runs) / slug
     cmd = [sys.executable, str(ROOT / "benchmarks" / "multi30k.py"), "--run", str(run)]
-    cmd += ["--data", str(Path(args.runs) / f"data-bpe{recipe.vocab_size}")]
+    cmd += ["--data", str(data_dir(args, recipe.vocab_size, recipe.lowercase))]
     cmd += ["--minutes", f"{minutes:g}", *recipe.flags(), "--average", "1", "3", "5", "10"]
     if args.multi30k_dir:
         cmd += ["--multi30k-dir", args.multi30k_dir]
@@ -732,10 +757,11 @@ def _hour_converged_markdown(
 
 def run_hour(recipe: Recipe, args: argparse.Namespace) -> int:
     """Run (or resume) each missing trial of the hour round, valid only, a candidate at a time:
-    its 60-minute trial with seed 1, its run to convergence (started from that trial's run),
-    its 60-minute trial with seed 2. Then each half's winner, if a candidate, is made a final
-    without training again: its runs resumed without --no-test score test2016 once with the
-    average each chose on valid, and their summaries are copied to benchmarks/results/."""
+    its 60-minute trials with seed 1 and seed 2 (the 60-minute figure is the round's first
+    question), then its run to convergence (started from the seed-1 trial's run). Then each
+    half's winner, if a candidate, is made a final without training again: its runs resumed
+    without --no-test score test2016 once with the average each chose on valid, and their
+    summaries are copied to benchmarks/results/."""
     trials_file, results = Path(args.trials_file), Path(args.results)
     conv_file = Path(args.converged_trials_file)
     while True:
@@ -752,8 +778,8 @@ def run_hour(recipe: Recipe, args: argparse.Namespace) -> int:
         for tag, candidate in HOUR_CANDIDATES:
             first, second = (dataclasses.replace(candidate, seed=s) for s in FINAL_SEEDS)
             todo += [("hour", tag, first)] if first in missing else []
-            todo += [("converged", tag, first)] if first in cmissing else []
             todo += [("hour", tag, second)] if second in missing else []
+            todo += [("converged", tag, first)] if first in cmissing else []
         if not todo:
             break
         kind, tag, r = todo[0]
@@ -889,7 +915,7 @@ def converged_command(recipe: Recipe, tag: str, args: argparse.Namespace) -> lis
     """benchmarks/multi30k.py training RECIPE to convergence in m30k-converged-{TAG} beside
     --runs (resumed if that run exists); a trial adds --no-test --record NAME."""
     run = Path(args.runs).parent / f"m30k-converged-{tag}"
-    data = Path(args.runs) / f"data-bpe{recipe.vocab_size}"
+    data = data_dir(args, recipe.vocab_size, recipe.lowercase)
     cmd = [sys.executable, str(ROOT / "benchmarks" / "multi30k.py"), "--run", str(run)]
     cmd += ["--data", str(data), *CONVERGE, *recipe.flags(), "--average", "1", "3", "5", "10"]
     if args.multi30k_dir:
@@ -928,7 +954,7 @@ def run_finals(
             continue
         run = Path(args.runs).parent / f"m30k-{Path(results).stem.removeprefix('multi30k-')}"
         cmd = [sys.executable, str(ROOT / "benchmarks" / "multi30k.py"), "--run", str(run)]
-        cmd += ["--data", str(Path(args.runs) / f"data-bpe{recipe.vocab_size}"), *flags]
+        cmd += ["--data", str(data_dir(args, recipe.vocab_size, recipe.lowercase)), *flags]
         cmd += ["--average", "1", "3", "5", "10"]
         if args.multi30k_dir:
             cmd += ["--multi30k-dir", args.multi30k_dir]
@@ -1091,7 +1117,7 @@ def run_decode(recipe: Recipe, args: argparse.Namespace) -> int:
             print(f"multi30k_trials: {model} is missing: the decode round decodes the finals' ")
             print("own models, so it runs where they were trained")
             return 2
-        data = Path(args.runs) / f"data-bpe{final['vocab_size']}"
+        data = data_dir(args, final["vocab_size"], final.get("lowercase", False))
         n = final["averaged_checkpoints"]
         entry = models.setdefault(name, {"averaged_checkpoints": n, "valid": {}})
         entry["final_valid"] = final["valid"][str(n)]["sacrebleu"]["score"]
@@ -1212,6 +1238,192 @@ def decode_markdown(path: Path = DECODE_FILE) -> str:
     return "\n".join(out) + "\n"
 
 
+# The literature round: the Multi30k papers train on lowercased text (the task's lowercased,
+# tokenized files) and score lowercased, Moses-tokenized BLEU, the flavour of the 41.0 this
+# benchmark is set against. The converged round's winner is trained again to convergence on
+# lowercased text (benchmarks/multi30k.py --lowercase), valid only, and set against its cased
+# converged final in that flavour, both decoding valid with benchmarks/multi30k.py's defaults;
+# the higher valid figure wins (a tie keeps the cased model), and a lowercased winner scores
+# test2016 once.
+LITERATURE_FILE = RESULTS / "multi30k-literature.json"
+LITERATURE_FINAL = "multi30k-converged-lowercased.json"
+LITERATURE_BEGIN = "<!-- literature: benchmarks/multi30k_trials.py --docs -->"
+LITERATURE_END = "<!-- /literature -->"
+LITERATURE_PROTOCOL = (
+    "the converged round's winner trained to convergence on lowercased text (valid only) "
+    "against its cased converged final: each one's chosen average decodes valid with the "
+    "benchmark's default beam and alpha; the higher Moses-tokenized, lowercased BLEU wins (a "
+    "tie keeps the cased model); a lowercased winner scores test2016 once"
+)
+
+
+def literature_base(
+    recipe: Recipe, args: argparse.Namespace, results: Path, converged_trials: Path
+) -> tuple[Recipe, str, Path] | None:
+    """(recipe, results file, run directory) of the converged round's winner, the cased model
+    the literature round sets its lowercased twin against; None before that round chose."""
+    rows, winner, _ = converged_plan(recipe, read_trials(converged_trials), results)
+    if winner is None:
+        return None
+    where = next(w for r, _, w in rows if r == winner)
+    if where == CONVERGED_FINAL:
+        return winner, CONVERGED_FINAL, final_run(CONVERGED_FINAL, Path(args.runs))
+    cmd = converged_command(winner, f"dropout{winner.dropout:g}", args)
+    return winner, converged_final_file(winner), Path(cmd[cmd.index("--run") + 1])
+
+
+def literature_twin(base: Recipe) -> Recipe:
+    """The base recipe on lowercased text, as the converged trials train it (seed 1, Eq. (3))."""
+    return dataclasses.replace(base, lowercase=True, seed=1, lr_decay="rsqrt")
+
+
+def chosen_moses(record: dict) -> float | None:
+    """A trial record's valid Moses-tokenized, lowercased BLEU with the averaging it chose."""
+    by = record.get("valid_moses_bleu_by_averaged", {})
+    return by.get(str(record["averaged_checkpoints"]))
+
+
+def run_literature(recipe: Recipe, args: argparse.Namespace) -> int:
+    """The literature round: the cased base's chosen average decodes valid once with the
+    benchmark's default beam and alpha (recorded in multi30k-literature.json); its lowercased
+    twin trains to convergence, valid only (multi30k-converged-trials.jsonl, resumable); the
+    higher valid Moses BLEU wins; a lowercased winner's run is resumed without --no-test,
+    scoring test2016 once, and its summary is copied to benchmarks/results/."""
+    results, conv_file = Path(args.results), Path(args.converged_trials_file)
+    path = Path(args.literature_file)
+    base = literature_base(recipe, args, results, conv_file)
+    if base is None:
+        print("multi30k_trials: the converged round has not chosen yet: run --converged first")
+        return 2
+    base_recipe, base_name, base_run = base
+    beam, alpha = chosen_decode(Path(args.decode_file))
+    record = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    if record and record["base"]["final"] != base_name:
+        print(f"multi30k_trials: {path} sets another model ({record['base']['final']}) against")
+        print("its lowercased twin: a new round starts from an empty file")
+        return 2
+    if not record:
+        final = json.loads((results / base_name).read_text(encoding="utf-8"))
+        model = chosen_model(final, base_run)
+        if not model.is_file():
+            print(f"multi30k_trials: {model} is missing: the literature round decodes the")
+            print("cased final's own model, so it runs where that was trained")
+            return 2
+        report = model.parent / f"literature-valid-beam{beam}-alpha{alpha:g}.json"
+        argv = ["--checkpoint", str(model), "--data", str(data_dir(args, final["vocab_size"]))]
+        argv += ["--split", "valid", "--beam", str(beam), "--alpha", f"{alpha:g}"]
+        if evaluate([*argv, "--json", str(report)]) != 0:
+            print(f"multi30k_trials: decoding valid failed: {base_name}")
+            return 1
+        scored = json.loads(report.read_text(encoding="utf-8"))
+        record = {"protocol": LITERATURE_PROTOCOL, "beam": beam, "alpha": alpha}
+        record["base"] = {"final": base_name, "averaged_checkpoints": final["averaged_checkpoints"]}
+        record["base"]["valid"] = {k: scored[k] for k in DECODE_SCORES if k in scored}
+        _save(path, record)
+    twin = literature_twin(base_recipe)
+    name = converged_name(twin)
+    decode = ["--beam", str(record["beam"]), "--alpha", f"{record['alpha']:g}"]
+    if name not in read_trials(conv_file):
+        cmd = [*converged_command(twin, "lowercased", args), *decode, "--no-test"]
+        cmd += ["--record", name, "--trials-file", str(conv_file)]
+        print(f"converged trial: {name}", flush=True)
+        if subprocess.call(cmd) != 0:
+            print(f"multi30k_trials: the converged trial failed: {name}")
+            return 1
+    trial = read_trials(conv_file)[name]
+    twin_valid = chosen_moses(trial)
+    if twin_valid is None:
+        print(f"multi30k_trials: {name} recorded no valid Moses BLEU: train it again")
+        return 1
+    won = twin_valid > record["base"]["valid"]["moses_bleu"]["score"]
+    record["chosen"] = "lowercased" if won else "cased"
+    _save(path, record)
+    print(f"chosen on valid, the literature's flavour: the {record['chosen']} model", flush=True)
+    target = results / LITERATURE_FINAL
+    if not won or target.is_file():
+        return 0
+    cmd = [*converged_command(twin, "lowercased", args), *decode]
+    if subprocess.call(cmd) != 0:
+        print(f"multi30k_trials: the final failed: {LITERATURE_FINAL}")
+        return 1
+    shutil.copyfile(Path(cmd[cmd.index("--run") + 1]) / "multi30k.json", target)
+    print(f"final: {target} written", flush=True)
+    return 0
+
+
+def literature_markdown(
+    path: Path = LITERATURE_FILE,
+    converged_trials: Path = CONVERGED_TRIALS,
+    results: Path = RESULTS,
+    decode_file: Path = DECODE_FILE,
+) -> str:
+    """The literature round as docs/training.md shows it: the cased model and its lowercased
+    twin, their valid figures (the chosen in bold) and the test2016 scores in the flavour."""
+    if not path.is_file():
+        return "Not run yet: `python benchmarks/multi30k_trials.py --literature`.\n"
+    record = json.loads(path.read_text(encoding="utf-8"))
+    setting = f"beam {record['beam']}, alpha {record['alpha']:g}"
+    base = record["base"]
+    final = json.loads((results / base["final"]).read_text(encoding="utf-8"))
+    decoded = {}
+    if decode_file.is_file():
+        decoded = json.loads(decode_file.read_text(encoding="utf-8"))
+    base_test = decoded.get("test", {}).get(base["final"])
+    if decoded.get("chosen") != {"beam": record["beam"], "alpha": record["alpha"]}:
+        base_test = None
+    base_test = base_test or {k: final[k] for k in DECODE_SCORES if k in final}
+    twin = next(
+        (
+            t
+            for n, t in read_trials(converged_trials).items()
+            if n.startswith("converged: ") and n.endswith(", lowercased")
+        ),
+        None,
+    )
+    twin_file = results / LITERATURE_FINAL
+    twin_test = json.loads(twin_file.read_text(encoding="utf-8")) if twin_file.is_file() else None
+    chosen = record.get("chosen")
+    out = [
+        f"| model | text | recorded in | updates | valid, Moses-tokenized, lowercased ({setting}) "
+        "| test2016, Moses-tokenized, lowercased | lowercased (13a) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+
+    def cell(value: float, bold: bool) -> str:
+        return f"**{value:.2f}**" if bold else f"{value:.2f}"
+
+    base_valid = base["valid"]["moses_bleu"]["score"]
+    out.append(
+        f"| the converged final | cased | `{base['final']}` | {final['steps']:,} "
+        f"| {cell(base_valid, chosen == 'cased')} (last {base['averaged_checkpoints']}) "
+        f"| {base_test['moses_bleu']['score']:.2f} | {base_test['lowercase_bleu']['score']:.2f} |"
+    )
+    if twin is None:
+        out.append("| its lowercased twin | lowercased | to run | | | | |")
+    else:
+        where = f"`{LITERATURE_FINAL}`" if twin_test else f"`{CONVERGED_TRIALS.name}`"
+        valid = chosen_moses(twin)
+        test = (
+            f"| **{twin_test['moses_bleu']['score']:.2f}** "
+            f"| {twin_test['lowercase_bleu']['score']:.2f} |"
+            if twin_test
+            else "| not scored | |"
+        )
+        out.append(
+            f"| its lowercased twin | lowercased | {where} | {twin['steps']:,} "
+            f"| {cell(valid, chosen == 'lowercased') if valid is not None else ''} "
+            f"(last {twin['averaged_checkpoints']}) {test}"
+        )
+    out.append("")
+    if chosen is None:
+        out.append("Chosen on valid: not yet.")
+    elif chosen == "cased":
+        out.append("Chosen on valid: the cased model; its test2016 scores stand.")
+    else:
+        out.append("Chosen on valid: the lowercased twin, test2016 scored once.")
+    return "\n".join(out) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--multi30k-dir", default=None, help="local raw files (default: download)")
@@ -1247,7 +1459,14 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="after --hour: beam and alpha chosen on valid for the finals; test2016 once each",
     )
+    ap.add_argument(
+        "--literature",
+        action="store_true",
+        help="after --converged: the converged winner trained on lowercased text, against it in "
+        "the literature's flavour on valid; a winner's test2016 once",
+    )
     ap.add_argument("--trials-file", default=str(TRIALS_FILE), help=argparse.SUPPRESS)
+    ap.add_argument("--literature-file", default=str(LITERATURE_FILE), help=argparse.SUPPRESS)
     ap.add_argument("--decode-file", default=str(DECODE_FILE), help=argparse.SUPPRESS)
     ap.add_argument(
         "--converged-trials-file", default=str(CONVERGED_TRIALS), help=argparse.SUPPRESS
@@ -1256,8 +1475,11 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.minutes <= 0 or args.max_trials < 0:
         ap.error("--minutes must be positive and --max-trials >= 0")
-    if args.finals + args.converged + args.hour + args.decode > 1:
-        ap.error("--finals, --converged, --hour and --decode run one after the other: pass one")
+    if args.finals + args.converged + args.hour + args.decode + args.literature > 1:
+        ap.error(
+            "--finals, --converged, --hour, --decode and --literature run one after the other: "
+            "pass one"
+        )
     path = Path(args.trials_file)
     if args.docs:
         write_docs(
@@ -1266,10 +1488,11 @@ def main(argv: list[str] | None = None) -> int:
             results=Path(args.results),
             converged_trials=Path(args.converged_trials_file),
             decode_file=Path(args.decode_file),
+            literature_file=Path(args.literature_file),
         )
         print(f"{DOCS.relative_to(ROOT)}: the trials table written from {path.name}")
         return 0
-    if args.finals or args.converged or args.hour or args.decode:
+    if args.finals or args.converged or args.hour or args.decode or args.literature:
         _, chosen, missing = plan(read_trials(path), args.minutes)
         if chosen is None:
             print(f"multi30k_trials: the search is not finished ({len(missing)} trial(s) to run)")
@@ -1279,6 +1502,7 @@ def main(argv: list[str] | None = None) -> int:
             "--converged": (args.converged, run_converged),
             "--hour": (args.hour, run_hour),
             "--decode": (args.decode, run_decode),
+            "--literature": (args.literature, run_literature),
         }
         flag, stage = next((f, run) for f, (given, run) in stages.items() if given)
         try:

@@ -143,6 +143,32 @@ def test_multi30k_convergence_trial_is_recorded_and_resumes(tmp_path: Path) -> N
     assert [x["budget_steps"] for x in summary["budgets"]] == [4, 6]
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(not SHARED_M30K.is_dir(), reason="no local Multi30k copy beside the repo")
+def test_multi30k_lowercase_trains_and_scores_lowercased_text(tmp_path: Path) -> None:
+    """--lowercase: its own lowercased preparation (references too), recorded in the trial
+    with the valid Moses BLEU; the run is never resumed on data of the other casing."""
+    trials, run = tmp_path / "trials.jsonl", tmp_path / "r"
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "multi30k.py"), "--run", str(run)]
+    cmd += ["--multi30k-dir", str(SHARED_M30K), "--vocab-size", "500", "--shape", "small"]
+    cmd += ["--max-tokens", "512", "--warmup", "2", "--limit", "5", "--threads", "1"]
+    cmd += ["--save-every", "2", "--average", "1", "--no-test", "--trials-file", str(trials)]
+    lowercase = [*cmd, "--steps", "2", "--lowercase", "--record", "lc"]
+    res = subprocess.run(lowercase, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    (rec,) = [json.loads(x) for x in trials.read_text().splitlines()]
+    assert rec["lowercase"] is True
+    assert set(rec["valid_moses_bleu_by_averaged"]) == {"1"}
+    data = tmp_path / "r-data"
+    assert json.loads((data / "manifest.json").read_text())["options"]["lowercase"] is True
+    refs = (data / "text" / "valid.de").read_text(encoding="utf-8")
+    assert refs == refs.lower()
+    cased = [*cmd, "--steps", "4", "--resume", "--record", "x"]
+    again = subprocess.run(cased, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 2
+    assert "not prepared with --vocab-size 500, as" in again.stderr
+
+
 def test_a_trial_records_its_training_loss_every_500_updates(monkeypatch, tmp_path) -> None:
     """The logged window at (or just before) each multiple of 500, and the last one."""
     m30k = bench_module("multi30k", monkeypatch)

@@ -1,4 +1,4 @@
-"""aiayn prepare --max-words and --min-words: a subset of sentences, in every split, counted."""
+"""aiayn prepare --max-words, --min-words (a subset, in every split, counted) and --lowercase."""
 
 import json
 from pathlib import Path
@@ -63,3 +63,30 @@ def test_min_words_above_max_words_is_a_clear_error(tmp_path: Path, capsys) -> N
     assert "--min-words 9 is above --max-words 4" in err
     assert "Traceback" not in err
     assert not out.exists()
+
+
+def test_lowercase_lowercases_every_split_and_the_tokenizers_input(tmp_path: Path) -> None:
+    """--lowercase (the Multi30k literature's text): the references in DIR/text are lowercased,
+    the manifest says so, and the tokenizer lowercases what it encodes, a user's input too."""
+    tsv = tmp_path / "pairs.tsv"
+    pairs = [(f"The Cat number {i}", f"Die Katze Nummer {i}") for i in range(300)]
+    tsv.write_text("".join(f"{e}\t{d}\n" for e, d in pairs), encoding="utf-8")
+    out = tmp_path / "lc"
+    args = ["prepare", "--no-progress", "--source", "files", "--tsv", str(tsv), "--out", str(out)]
+    assert main([*args, "--vocab-size", "300", "--lowercase"]) == 0
+    data = load_prepared(out)
+    for split in ("train", "valid", "test"):
+        sources, targets = data.texts(split)
+        assert sources
+        assert all(s == s.lower() and s.startswith("the cat") for s in sources)
+        assert all(t.startswith("die katze nummer") for t in targets)
+    assert data.manifest["options"]["lowercase"] is True
+    tok = data.tokenizer
+    assert tok.encode("THE CAT") == tok.encode("the cat")
+    assert tok.decode(tok.encode("Die KATZE")) == "die katze"
+    cased = tmp_path / "cased"
+    assert main([*args[:-2], "--out", str(cased), "--vocab-size", "300"]) == 0
+    data = load_prepared(cased)
+    assert data.texts("train")[0][0].startswith("The Cat")
+    assert data.manifest["options"]["lowercase"] is False
+    assert data.tokenizer.decode(data.tokenizer.encode("Die KATZE")) == "Die KATZE"

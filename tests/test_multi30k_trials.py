@@ -51,7 +51,7 @@ def test_names_are_one_per_setting() -> None:
     assert name == (
         "20 min: tiny, 4096 tokens, lr x0.5, warm-up 400, rsqrt, dropout 0.1, BPE 8000, seed 1"
     )
-    values = ("small", 2048, 1.0, 800, "linear", 0.3, 4000, 2, True)
+    values = ("small", 2048, 1.0, 800, "linear", 0.3, 4000, 2, True, True, True)
     fields = dataclasses.fields(base)
     others = {
         mt.trial_name(dataclasses.replace(base, **{f.name: v}), M)
@@ -63,6 +63,12 @@ def test_names_are_one_per_setting() -> None:
     assert mt.trial_name(pre_ln, M) == f"{name}, pre-LN"
     assert "--norm-first" not in base.flags()
     assert pre_ln.flags()[:-4] == [*base.flags()[:-4], "--norm-first"]
+    for field, suffix, flag in (("bf16", "bf16", "--bf16"), ("lowercase", "lowercased", None)):
+        r = dataclasses.replace(base, **{field: True})
+        assert mt.trial_name(r, M) == f"{name}, {suffix}"
+        assert r.flags()[:-4] == [*base.flags()[:-4], flag or f"--{field}"]
+    both = dataclasses.replace(base, norm_first=True, bf16=True, lowercase=True)
+    assert mt.trial_name(both, M) == f"{name}, pre-LN, bf16, lowercased"
 
 
 def test_an_empty_record_starts_with_the_shapes() -> None:
@@ -233,6 +239,14 @@ def test_the_docs_table_is_the_committed_trials_file() -> None:
         text.index(mt.DECODE_BEGIN) + len(mt.DECODE_BEGIN) + 1 : text.index(mt.DECODE_END)
     ]
     assert decode == mt.decode_markdown(), "run: python benchmarks/multi30k_trials.py --docs"
+    literature = text[
+        text.index(mt.LITERATURE_BEGIN) + len(mt.LITERATURE_BEGIN) + 1 : text.index(
+            mt.LITERATURE_END
+        )
+    ]
+    assert literature == mt.literature_markdown(), (
+        "run: python benchmarks/multi30k_trials.py --docs"
+    )
 
 
 def test_the_finals_table_reads_each_results_file(tmp_path: Path) -> None:
@@ -695,8 +709,8 @@ def final_record(valid: float, steps: int = 15000) -> dict:
 def test_the_hour_round_trains_two_seeds_on_valid_then_tests_a_winners_trials_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """--hour runs each candidate's 60-minute trial with seed 1, its run to convergence, then
-    its 60-minute trial with seed 2 (all --no-test; a seed 1 below both seeds of the recipe
+    """--hour runs each candidate's 60-minute trials with seed 1 and seed 2, then its run to
+    convergence from the seed-1 trial's run (all --no-test; a seed 1 below both seeds of the recipe
     chosen so far ends the candidate), against the 60-minute finals and the converged winner
     of the rounds before; the higher mean of two seeds (60 minutes) and the
     higher figure (converged) win; a winning candidate's own runs are resumed without --no-test
@@ -756,15 +770,15 @@ def test_the_hour_round_trains_two_seeds_on_valid_then_tests_a_winners_trials_on
     assert mt.chosen_recipe(path, conv, results, M) == chosen  # the round is not complete
     assert mt.main(common) == 0
     assert ["--no-test" in c for c in calls] == [True, True, True, False, False, False]
-    assert ["--steps" in c for c in calls] == [False, True, False, False, False, True]
-    assert [c[c.index("--seed") + 1] for c in calls] == ["1", "1", "2", "1", "2", "1"]
+    assert ["--steps" in c for c in calls] == [False, False, True, False, False, True]
+    assert [c[c.index("--seed") + 1] for c in calls] == ["1", "2", "1", "1", "2", "1"]
     assert all(c[c.index("--minutes") + 1] == "60" for c in calls if "--steps" not in c)
-    assert calls[1][calls[1].index("--record") + 1] == mt.converged_name(published)
+    assert calls[2][calls[2].index("--record") + 1] == mt.converged_name(published)
     assert all(c[-1] == "--resume" for c in calls[3:])  # the trials' own runs, test once each
     assert [c[c.index("--run") + 1] for c in calls[3:]] == [
-        c[c.index("--run") + 1] for c in (calls[0], calls[2], calls[1])
+        c[c.index("--run") + 1] for c in calls[:3]
     ]
-    assert Path(calls[1][calls[1].index("--run") + 1]).name == "m30k-converged-published"
+    assert Path(calls[2][calls[2].index("--run") + 1]).name == "m30k-converged-published"
     names = sorted(p.name for p in results.glob("multi30k-*published*"))
     assert names == [
         "multi30k-converged-published.json",
@@ -984,3 +998,102 @@ def test_the_decode_round_decodes_the_committed_finals_of_the_recipe_chosen(
             f"average-{'60min' if 'budget_minutes' in final else '8000steps'}"
             f"-last{final['averaged_checkpoints']}.safetensors"
         )
+
+
+def test_the_literature_round_sets_a_lowercased_twin_against_the_cased_model_on_valid(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--literature decodes the cased converged final's chosen average on valid once (the
+    benchmark's default beam and alpha), trains its lowercased twin to convergence, valid only
+    (--lowercase, its own data), and compares the two in Moses-tokenized, lowercased BLEU; a
+    twin that wins is resumed without --no-test (test2016 once) and copied; a cased win or a
+    tie tests nothing; nothing recorded runs again."""
+    path, conv, results = tmp_path / "t.jsonl", tmp_path / "c.jsonl", tmp_path / "results"
+    lit, decode = tmp_path / "lit.json", tmp_path / "decode.json"
+    runs = tmp_path / "runs" / "m30k-trials"
+    common = ["--trials-file", str(path), "--converged-trials-file", str(conv)]
+    common += ["--results", str(results), "--runs", str(runs), "--decode-file", str(decode)]
+    common += ["--literature-file", str(lit), "--literature"]
+    trials: dict = {}
+    fill(trials)
+    path.write_text("".join(json.dumps(t) + "\n" for t in trials.values()))
+    _, chosen, _ = mt.plan(trials, M)
+    assert chosen is not None
+    assert mt.main(common) == 2  # the converged round has not chosen
+    assert "run --converged first" in capsys.readouterr().out
+    base = dataclasses.replace(chosen, dropout=0.2, seed=1, lr_decay="rsqrt")
+    base_run = tmp_path / "m30k-converged-dropout0.2"
+    monkeypatch.setattr(mt, "literature_base", lambda *a: (base, "c.json", base_run))
+    results.mkdir()
+    final = final_record(40.0) | {"budget_steps": 8000, "vocab_size": 10000}
+    (results / "c.json").write_text(json.dumps(final))
+    decode.write_text(json.dumps({"chosen": {"beam": 6, "alpha": 1.5}}))
+    assert mt.main(common) == 2  # the cased model is not on this machine
+    assert "average-8000steps-last5.safetensors is missing" in capsys.readouterr().out
+    base_run.mkdir()
+    (base_run / "average-8000steps-last5.safetensors").write_bytes(b"")
+    evaluated: list[list[str]] = []
+
+    def evaluate(argv: list[str]) -> int:  # aiayn evaluate of the cased model on valid
+        evaluated.append(argv)
+        report = {k: {"score": 40.5, "signature": k} for k in mt.DECODE_SCORES}
+        Path(argv[argv.index("--json") + 1]).write_text(json.dumps(report))
+        return 0
+
+    twin_valid = {"moses": 41.0}
+    calls: list[list[str]] = []
+
+    def call(cmd: list[str]) -> int:  # benchmarks/multi30k.py: a trial records, a final tests
+        calls.append(cmd)
+        run = Path(cmd[cmd.index("--run") + 1])
+        run.mkdir(parents=True, exist_ok=True)
+        if "--no-test" in cmd:
+            rec = converged_record(mt.literature_twin(base), 40.8) | {"name": cmd[-3]}
+            rec["valid_moses_bleu_by_averaged"] = {"1": 39.0, "10": twin_valid["moses"]}
+            with Path(cmd[cmd.index("--trials-file") + 1]).open("a") as f:
+                f.write(json.dumps(rec) + "\n")
+        else:
+            (run / "multi30k.json").write_text(json.dumps(final_record(41.0)))
+        return 0
+
+    monkeypatch.setattr(mt, "evaluate", evaluate)
+    monkeypatch.setattr(mt.subprocess, "call", call)
+    assert mt.main(common) == 0
+    assert len(evaluated) == 1
+    assert evaluated[0][evaluated[0].index("--split") + 1] == "valid"
+    assert evaluated[0][evaluated[0].index("--data") + 1] == str(runs / "data-bpe10000")
+    assert evaluated[0][evaluated[0].index("--beam") + 1 :][:3] == ["6", "--alpha", "1.5"]
+    assert [("--no-test" in c, "--lowercase" in c) for c in calls] == [(True, True), (False, True)]
+    name = mt.converged_name(mt.literature_twin(base))
+    assert name == mt.converged_name(dataclasses.replace(base, lowercase=True))
+    assert name.endswith(f", dropout 0.2, BPE {base.vocab_size}, seed 1, lowercased")
+    assert calls[0][calls[0].index("--record") + 1] == name
+    lc = str(runs / f"data-bpe{base.vocab_size}-lc")
+    assert all(c[c.index("--data") + 1] == lc for c in calls)
+    assert all(c[c.index("--beam") + 1 :][:3] == ["6", "--alpha", "1.5"] for c in calls)
+    assert "--resume" in calls[1]  # the trial's own run, test2016 once
+    assert json.loads(lit.read_text())["chosen"] == "lowercased"
+    assert (results / mt.LITERATURE_FINAL).is_file()
+    table = mt.literature_markdown(lit, conv, results, decode)
+    assert "| the converged final | cased | `c.json` | 15,000 | 40.50 (last 5) | 39.75 |" in table
+    assert (
+        f"| its lowercased twin | lowercased | `{mt.LITERATURE_FINAL}` | 15,000 | **41.00** "
+        "(last 10) | **40.75** | 40.50 |"
+    ) in table
+    assert "Chosen on valid: the lowercased twin, test2016 scored once." in table
+    assert mt.main(common) == 0  # everything is recorded: nothing runs again
+    assert (len(evaluated), len(calls)) == (1, 2)
+    # a tie keeps the cased model: nothing is tested
+    (results / mt.LITERATURE_FINAL).unlink()
+    conv.unlink()
+    twin_valid["moses"] = 40.5
+    assert mt.main(common) == 0
+    assert [("--no-test" in c) for c in calls[2:]] == [True]
+    assert json.loads(lit.read_text())["chosen"] == "cased"
+    assert "the cased model; its test2016 scores stand" in mt.literature_markdown(
+        lit, conv, results, decode
+    )
+    # a record of another cased model is not mixed with this one
+    monkeypatch.setattr(mt, "literature_base", lambda *a: (base, "other.json", base_run))
+    assert mt.main(common) == 2
+    assert "sets another model (c.json)" in capsys.readouterr().out

@@ -96,6 +96,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="keep only pairs whose longer side has at least N words, in every split (default 0)",
     )
     parser.add_argument(
+        "--lowercase",
+        action="store_true",
+        help="lowercase every text, and the tokenizer's input at translation (the Multi30k "
+        "literature's flavour; default: the text as it is)",
+    )
+    parser.add_argument(
         "--origins",
         default=None,
         help="packaged: the parts to keep, comma-separated, of help (LibreOffice help), ui "
@@ -264,6 +270,7 @@ def run(args: argparse.Namespace) -> int:
         max_ratio=args.max_ratio,
         max_words=args.max_words,
         min_words=args.min_words,
+        lowercase=args.lowercase,
         valid_share=args.valid_share,
         test_share=args.test_share,
         seed=args.seed,

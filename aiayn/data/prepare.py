@@ -3,7 +3,8 @@
 Section 5.1: sentence pairs, one byte-pair vocabulary shared by source and target. The steps,
 each streaming so that a WMT-sized corpus (4.5M pairs) stays within a small memory budget:
 
-1. Stage: read every pair, collapse whitespace, drop empty pairs, write them to staging files
+1. Stage: read every pair, collapse whitespace (and lowercase, if asked: the tokenizer then
+   lowercases what it encodes too), drop empty pairs, write them to staging files
    and keep two 64-bit hashes per pair (of the pair, and of its English side).
 2. Split: sources without a predefined split are split by the hash of the English side, so an
    English sentence never appears in two splits. With predefined splits, training pairs whose
@@ -65,6 +66,8 @@ class PrepareOptions:
     max_words: int = 0  # EXTENSION: keep only pairs of at most this many words a side, every
     #                     split (a subset of short sentences, e.g. for the demo); 0: no limit
     min_words: int = 0  # EXTENSION: ... and at least this many words on the longer side
+    lowercase: bool = False  # EXTENSION: lowercase every text, the tokenizer's input too (the
+    #                          Multi30k literature trains on, and scores, lowercased text)
     valid_share: float = 0.02  # hash-split sources: share of English sentences for valid
     test_share: float = 0.02  # ... and for test
     seed: int = 1  # salts the split hash
@@ -145,6 +148,8 @@ def _stage(corpus: Corpus, opts: PrepareOptions, stage: Path, drops: Counter) ->
             total = corpus.size_hint if name in ("all", "train") else None
             for pair in _bar(stream(), opts.progress, f"read {name}", total):
                 a, b = collapse(pair[0]), collapse(pair[1])
+                if opts.lowercase:  # the references in DIR/text too: BLEU on lowercased text
+                    a, b = a.lower(), b.lower()
                 if not a or not b:
                     drops["empty"] += 1
                     continue
@@ -356,6 +361,7 @@ def prepare(corpus: Corpus, out: str | Path, opts: PrepareOptions) -> dict[str, 
             min_frequency=opts.min_frequency,
             length=2 * n_bpe,
             show_progress=opts.progress and sys.stderr.isatty(),  # its bar: terminals only
+            lowercase=opts.lowercase,
         )
         tok.save(root / "tokenizer.json")
         splits = {name: _encode_split(name, tok, stage, root, opts, drops) for name in SPLITS}
