@@ -755,65 +755,9 @@ def _hour_converged_markdown(
     return "\n".join(out) + "\n"
 
 
-def run_hour(recipe: Recipe, args: argparse.Namespace) -> int:
-    """Run (or resume) each missing trial of the hour round, valid only, a candidate at a time:
-    its 60-minute trials with seed 1 and seed 2 (the 60-minute figure is the round's first
-    question), then its run to convergence (started from the seed-1 trial's run). Then each
-    half's winner, if a candidate, is made a final without training again: its runs resumed
-    without --no-test score test2016 once with the average each chose on valid, and their
-    summaries are copied to benchmarks/results/."""
-    trials_file, results = Path(args.trials_file), Path(args.results)
-    conv_file = Path(args.converged_trials_file)
-    while True:
-        rows, best, missing = hour_plan(recipe, read_trials(trials_file), results, conv_file)
-        crows, cbest, cmissing = hour_converged_plan(
-            recipe, read_trials(trials_file), results, conv_file
-        )
-        if any(rec is None for rec in rows[0][2]) or not crows:
-            names = ", ".join(rows[0][3])
-            print(f"multi30k_trials: the round before is incomplete ({names} and the converged")
-            print("round's choice): run --finals and --converged first")
-            return 2
-        todo: list[tuple[str, str, Recipe]] = []
-        for tag, candidate in HOUR_CANDIDATES:
-            first, second = (dataclasses.replace(candidate, seed=s) for s in FINAL_SEEDS)
-            todo += [("hour", tag, first)] if first in missing else []
-            todo += [("hour", tag, second)] if second in missing else []
-            todo += [("converged", tag, first)] if first in cmissing else []
-        if not todo:
-            break
-        kind, tag, r = todo[0]
-        if kind == "hour":
-            if run_trial(r, HOUR_MINUTES, args) != 0:
-                print(f"multi30k_trials: the trial failed: {trial_name(r, HOUR_MINUTES)}")
-                return 1
-            continue
-        cmd = converged_command(r, tag, args)
-        run = Path(cmd[cmd.index("--run") + 1])
-        trial = trial_command(r, HOUR_MINUTES, args)
-        trial_run = Path(trial[trial.index("--run") + 1])
-        if "--resume" not in cmd and start_from(trial_run, run):
-            print(f"converged trial: starts from {trial_run.name}'s latest checkpoint")
-            cmd.append("--resume")
-        cmd += ["--no-test", "--record", converged_name(r), "--trials-file", str(conv_file)]
-        print(f"converged trial: {converged_name(r)}", flush=True)
-        if subprocess.call(cmd) != 0:
-            print(f"multi30k_trials: the converged trial failed: {converged_name(r)}")
-            return 1
-    assert best is not None
-    assert cbest is not None
-    finals: list[tuple[list[str], Path]] = []
-    print(f"chosen on valid, 60 minutes: {rows[best][0]}; converged: {crows[cbest][0]}")
-    if best != 0:
-        tag, winner, _, _ = rows[best]
-        for seed, name in zip(FINAL_SEEDS, hour_final_names(tag), strict=True):
-            cmd = trial_command(dataclasses.replace(winner, seed=seed), HOUR_MINUTES, args)
-            finals.append((cmd, results / name))
-    if cbest != 0:
-        tag, winner, _, _ = crows[cbest]
-        finals.append((converged_command(winner, tag, args), results / hour_converged_final(tag)))
-    if not finals:
-        print("final: the recipes chosen so far keep their finals")
+def _make_finals(finals: list[tuple[list[str], Path]]) -> int:
+    """Resume each winning trial's run without --no-test (test2016 once) unless its results
+    file is recorded, and copy its summary there."""
     for cmd, target in finals:
         if target.is_file():
             print(f"final: {target.name} recorded before, kept", flush=True)
@@ -827,6 +771,72 @@ def run_hour(recipe: Recipe, args: argparse.Namespace) -> int:
         shutil.copyfile(run / "multi30k.json", target)
         print(f"final: {target} written", flush=True)
     return 0
+
+
+def run_hour(recipe: Recipe, args: argparse.Namespace) -> int:
+    """Run (or resume) the hour round, valid only, in two halves. First each candidate's
+    60-minute trials with seed 1 and seed 2 (a seed 1 that is out ends the candidate); once
+    they are all recorded, a winning candidate's two trials are made its finals without
+    training again (their runs resumed without --no-test score test2016 once with the average
+    each chose on valid). Then each candidate still in is trained to convergence (started from
+    its seed-1 trial's run), and a winner is made the converged final the same way. Summaries
+    are copied to benchmarks/results/."""
+    trials_file, results = Path(args.trials_file), Path(args.results)
+    conv_file = Path(args.converged_trials_file)
+    rows, best, missing = hour_plan(recipe, read_trials(trials_file), results, conv_file)
+    crows, _, _ = hour_converged_plan(recipe, read_trials(trials_file), results, conv_file)
+    if any(rec is None for rec in rows[0][2]) or not crows:
+        names = ", ".join(rows[0][3])
+        print(f"multi30k_trials: the round before is incomplete ({names} and the converged")
+        print("round's choice): run --finals and --converged first")
+        return 2
+    while missing:  # the 60-minute half, candidate by candidate, seed 1 before seed 2
+        order = [dataclasses.replace(c, seed=s) for _, c in HOUR_CANDIDATES for s in FINAL_SEEDS]
+        r = next(x for x in order if x in missing)
+        if run_trial(r, HOUR_MINUTES, args) != 0:
+            print(f"multi30k_trials: the trial failed: {trial_name(r, HOUR_MINUTES)}")
+            return 1
+        rows, best, missing = hour_plan(recipe, read_trials(trials_file), results, conv_file)
+    assert best is not None
+    print(f"chosen on valid, 60 minutes: {rows[best][0]}", flush=True)
+    finals: list[tuple[list[str], Path]] = []
+    if best != 0:
+        tag, winner, _, _ = rows[best]
+        for seed, name in zip(FINAL_SEEDS, hour_final_names(tag), strict=True):
+            cmd = trial_command(dataclasses.replace(winner, seed=seed), HOUR_MINUTES, args)
+            finals.append((cmd, results / name))
+    else:
+        print("final: the recipe chosen so far keeps its 60-minute finals")
+    if _make_finals(finals) != 0:
+        return 1
+    while True:  # the converged half
+        crows, cbest, cmissing = hour_converged_plan(
+            recipe, read_trials(trials_file), results, conv_file
+        )
+        if not cmissing:
+            break
+        r = cmissing[0]
+        tag = next(t for t, c in HOUR_CANDIDATES if dataclasses.replace(c, seed=1) == r)
+        cmd = converged_command(r, tag, args)
+        run = Path(cmd[cmd.index("--run") + 1])
+        trial = trial_command(r, HOUR_MINUTES, args)
+        trial_run = Path(trial[trial.index("--run") + 1])
+        if "--resume" not in cmd and start_from(trial_run, run):
+            print(f"converged trial: starts from {trial_run.name}'s latest checkpoint")
+            cmd.append("--resume")
+        cmd += ["--no-test", "--record", converged_name(r), "--trials-file", str(conv_file)]
+        print(f"converged trial: {converged_name(r)}", flush=True)
+        if subprocess.call(cmd) != 0:
+            print(f"multi30k_trials: the converged trial failed: {converged_name(r)}")
+            return 1
+    assert cbest is not None
+    print(f"chosen on valid, converged: {crows[cbest][0]}", flush=True)
+    if cbest == 0:
+        print("final: the converged round's winner keeps its converged final")
+        return 0
+    tag, winner, _, _ = crows[cbest]
+    target = results / hour_converged_final(tag)
+    return _make_finals([(converged_command(winner, tag, args), target)])
 
 
 def converged_final_file(recipe: Recipe) -> str:

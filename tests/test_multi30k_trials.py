@@ -709,8 +709,9 @@ def final_record(valid: float, steps: int = 15000) -> dict:
 def test_the_hour_round_trains_two_seeds_on_valid_then_tests_a_winners_trials_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """--hour runs each candidate's 60-minute trials with seed 1 and seed 2, then its run to
-    convergence from the seed-1 trial's run (all --no-test; a seed 1 below both seeds of the recipe
+    """--hour runs each candidate's 60-minute trials with seed 1 and seed 2, makes a winner's
+    trials its finals, then runs each candidate to convergence from its seed-1 trial's run and
+    makes a winner its converged final (trials --no-test; a seed 1 below both seeds of the recipe
     chosen so far ends the candidate), against the 60-minute finals and the converged winner
     of the rounds before; the higher mean of two seeds (60 minutes) and the
     higher figure (converged) win; a winning candidate's own runs are resumed without --no-test
@@ -769,16 +770,17 @@ def test_the_hour_round_trains_two_seeds_on_valid_then_tests_a_winners_trials_on
         )
     assert mt.chosen_recipe(path, conv, results, M) == chosen  # the round is not complete
     assert mt.main(common) == 0
-    assert ["--no-test" in c for c in calls] == [True, True, True, False, False, False]
-    assert ["--steps" in c for c in calls] == [False, False, True, False, False, True]
-    assert [c[c.index("--seed") + 1] for c in calls] == ["1", "2", "1", "1", "2", "1"]
+    assert ["--no-test" in c for c in calls] == [True, True, False, False, True, False]
+    assert ["--steps" in c for c in calls] == [False, False, False, False, True, True]
+    assert [c[c.index("--seed") + 1] for c in calls] == ["1", "2", "1", "2", "1", "1"]
     assert all(c[c.index("--minutes") + 1] == "60" for c in calls if "--steps" not in c)
-    assert calls[2][calls[2].index("--record") + 1] == mt.converged_name(published)
-    assert all(c[-1] == "--resume" for c in calls[3:])  # the trials' own runs, test once each
-    assert [c[c.index("--run") + 1] for c in calls[3:]] == [
-        c[c.index("--run") + 1] for c in calls[:3]
+    assert calls[4][calls[4].index("--record") + 1] == mt.converged_name(published)
+    tests = [calls[2], calls[3], calls[5]]  # the trials' own runs, test once each
+    assert all(c[-1] == "--resume" for c in tests)
+    assert [c[c.index("--run") + 1] for c in tests] == [
+        c[c.index("--run") + 1] for c in (calls[0], calls[1], calls[4])
     ]
-    assert Path(calls[2][calls[2].index("--run") + 1]).name == "m30k-converged-published"
+    assert Path(calls[4][calls[4].index("--run") + 1]).name == "m30k-converged-published"
     names = sorted(p.name for p in results.glob("multi30k-*published*"))
     assert names == [
         "multi30k-converged-published.json",
@@ -814,7 +816,9 @@ def test_the_hour_round_trains_two_seeds_on_valid_then_tests_a_winners_trials_on
         p.unlink()
     assert mt.main(common) == 0
     assert ["--no-test" in c for c in calls[6:]] == [True, True, True]
-    assert "keep their finals" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "the recipe chosen so far keeps its 60-minute finals" in out
+    assert "the converged round's winner keeps its converged final" in out
     assert mt.chosen_recipe(path, conv, results, M) == chosen
     assert not list(results.glob("multi30k-*published*"))
     # a seed 1 below both seeds of the recipe chosen so far is out: no seed 2
