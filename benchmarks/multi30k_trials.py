@@ -41,9 +41,9 @@ paper's), and each final scores test2016 once with it (multi30k-decode.json; res
 by cell). It needs the finals' runs, so it runs on the machine that trained them.
 
 `--literature` is the fifth: the Multi30k papers train on lowercased text and score lowercased,
-Moses-tokenized BLEU. The converged round's winner is trained to convergence again on
-lowercased text (valid only, multi30k-converged-trials.jsonl) and set against its cased
-converged final in that flavour on valid, both decoded with the benchmark's defaults
+Moses-tokenized BLEU. The converged final of the recipe chosen (after --hour) is trained to
+convergence again on lowercased text (valid only, multi30k-converged-trials.jsonl) and set
+against that final in this flavour on valid, both decoded with the benchmark's defaults
 (multi30k-literature.json); a lowercased winner scores test2016 once
 (multi30k-converged-lowercased.json). It decodes the cased final's own model too.
 """
@@ -1250,36 +1250,35 @@ def decode_markdown(path: Path = DECODE_FILE) -> str:
 
 # The literature round: the Multi30k papers train on lowercased text (the task's lowercased,
 # tokenized files) and score lowercased, Moses-tokenized BLEU, the flavour of the 41.0 this
-# benchmark is set against. The converged round's winner is trained again to convergence on
-# lowercased text (benchmarks/multi30k.py --lowercase), valid only, and set against its cased
-# converged final in that flavour, both decoding valid with benchmarks/multi30k.py's defaults;
-# the higher valid figure wins (a tie keeps the cased model), and a lowercased winner scores
-# test2016 once.
+# benchmark is set against. The converged final of the recipe chosen (after the hour round) is
+# trained again to convergence on lowercased text (benchmarks/multi30k.py --lowercase), valid
+# only, and set against that cased final in this flavour, both decoding valid with
+# benchmarks/multi30k.py's defaults; the higher valid figure wins (a tie keeps the cased
+# model), and a lowercased winner scores test2016 once.
 LITERATURE_FILE = RESULTS / "multi30k-literature.json"
 LITERATURE_FINAL = "multi30k-converged-lowercased.json"
 LITERATURE_BEGIN = "<!-- literature: benchmarks/multi30k_trials.py --docs -->"
 LITERATURE_END = "<!-- /literature -->"
 LITERATURE_PROTOCOL = (
-    "the converged round's winner trained to convergence on lowercased text (valid only) "
-    "against its cased converged final: each one's chosen average decodes valid with the "
+    "the converged final of the recipe chosen, trained again to convergence on lowercased text "
+    "(valid only), against that cased final: each one's chosen average decodes valid with the "
     "benchmark's default beam and alpha; the higher Moses-tokenized, lowercased BLEU wins (a "
     "tie keeps the cased model); a lowercased winner scores test2016 once"
 )
 
 
 def literature_base(
-    recipe: Recipe, args: argparse.Namespace, results: Path, converged_trials: Path
+    recipe: Recipe, args: argparse.Namespace, trials_file: Path, results: Path, conv: Path
 ) -> tuple[Recipe, str, Path] | None:
-    """(recipe, results file, run directory) of the converged round's winner, the cased model
-    the literature round sets its lowercased twin against; None before that round chose."""
-    rows, winner, _ = converged_plan(recipe, read_trials(converged_trials), results)
-    if winner is None:
+    """(recipe, results file, run directory) of the converged final of the recipe chosen (the
+    hour round's converged winner), the cased model the literature round sets its lowercased
+    twin against; None before the hour round chose."""
+    crows, cbest, _ = hour_converged_plan(recipe, read_trials(trials_file), results, conv)
+    finals = decode_finals(recipe, args, trials_file, results, conv)
+    if cbest is None or finals is None:
         return None
-    where = next(w for r, _, w in rows if r == winner)
-    if where == CONVERGED_FINAL:
-        return winner, CONVERGED_FINAL, final_run(CONVERGED_FINAL, Path(args.runs))
-    cmd = converged_command(winner, f"dropout{winner.dropout:g}", args)
-    return winner, converged_final_file(winner), Path(cmd[cmd.index("--run") + 1])
+    name, run = finals[-1]  # the converged final comes last
+    return crows[cbest][1], name, run
 
 
 def literature_twin(base: Recipe) -> Recipe:
@@ -1301,9 +1300,9 @@ def run_literature(recipe: Recipe, args: argparse.Namespace) -> int:
     scoring test2016 once, and its summary is copied to benchmarks/results/."""
     results, conv_file = Path(args.results), Path(args.converged_trials_file)
     path = Path(args.literature_file)
-    base = literature_base(recipe, args, results, conv_file)
+    base = literature_base(recipe, args, Path(args.trials_file), results, conv_file)
     if base is None:
-        print("multi30k_trials: the converged round has not chosen yet: run --converged first")
+        print("multi30k_trials: the hour round has not chosen yet: run --hour first")
         return 2
     base_recipe, base_name, base_run = base
     beam, alpha = chosen_decode(Path(args.decode_file))
@@ -1472,7 +1471,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--literature",
         action="store_true",
-        help="after --converged: the converged winner trained on lowercased text, against it in "
+        help="after --hour: the converged final's recipe trained on lowercased text, against it in "
         "the literature's flavour on valid; a winner's test2016 once",
     )
     ap.add_argument("--trials-file", default=str(TRIALS_FILE), help=argparse.SUPPRESS)

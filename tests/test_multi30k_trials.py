@@ -1023,8 +1023,8 @@ def test_the_literature_round_sets_a_lowercased_twin_against_the_cased_model_on_
     path.write_text("".join(json.dumps(t) + "\n" for t in trials.values()))
     _, chosen, _ = mt.plan(trials, M)
     assert chosen is not None
-    assert mt.main(common) == 2  # the converged round has not chosen
-    assert "run --converged first" in capsys.readouterr().out
+    assert mt.main(common) == 2  # the hour round has not chosen
+    assert "run --hour first" in capsys.readouterr().out
     base = dataclasses.replace(chosen, dropout=0.2, seed=1, lr_decay="rsqrt")
     base_run = tmp_path / "m30k-converged-dropout0.2"
     monkeypatch.setattr(mt, "literature_base", lambda *a: (base, "c.json", base_run))
