@@ -78,6 +78,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lr-scale", type=float, default=0.5)
     ap.add_argument("--max-tokens", type=int, default=2048)
     ap.add_argument(
+        "--norm-first", action="store_true", help="pre-LN, DEVIATION(3.1) (default: post-LN)"
+    )
+    ap.add_argument(
         "--average", type=int, default=DEMO_AVERAGE, help="last N checkpoints (one per 100 steps)"
     )
     ap.add_argument("--threads", type=int, default=0, help="intra-op threads (default: all)")
@@ -94,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     _prepare(args, data)
     settings = [*SHAPES[args.shape], "--dropout", str(args.dropout), "--warmup", str(args.warmup)]
     settings += ["--lr-scale", str(args.lr_scale), "--max-tokens", str(args.max_tokens)]
+    settings += ["--norm-first"] if args.norm_first else []
     start = time.monotonic()
     trained = not (run / "checkpoints").is_dir()  # else: an earlier trial's or the demo's run
     if trained:

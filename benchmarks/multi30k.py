@@ -350,6 +350,7 @@ def _record(args: argparse.Namespace, summary: dict) -> None:
         },
         "valid_chrf_by_averaged": {n: v["chrf"]["score"] for n, v in valid.items()},
         "averaged_checkpoints": summary["averaged_checkpoints"],
+        "decode": {"beam": args.beam, "alpha": args.alpha},  # what the figures were decoded with
         "signature": next(iter(valid.values()))["sacrebleu"]["signature"],
         "machine": summary["machine"],
         "command": summary["command"],

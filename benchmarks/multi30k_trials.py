@@ -457,7 +457,7 @@ def final_as_trial(path: Path) -> dict | None:
     if not path.is_file():
         return None
     final = json.loads(path.read_text(encoding="utf-8"))
-    return {
+    record = {
         "valid_sacrebleu_by_averaged": {
             n: v["sacrebleu"]["score"] for n, v in final["valid"].items()
         },
@@ -466,6 +466,34 @@ def final_as_trial(path: Path) -> dict | None:
         "training_minutes": final["training_minutes"],
         "curve": final.get("curve", []),
     }
+    if "decode" in final:
+        record["decode"] = {"beam": final["decode"]["beam"], "alpha": final["decode"]["alpha"]}
+    return with_decode_round(record, path.name, path.parent)
+
+
+def with_decode_round(record: dict, final: str, results: Path) -> dict:
+    """RECORD with the valid sacreBLEU the decode round measured for the final named FINAL
+    (each cell, with the averaging the final chose) as "valid_by_decode", where recorded."""
+    path = results / DECODE_FILE.name
+    if not path.is_file():
+        return record
+    model = json.loads(path.read_text(encoding="utf-8")).get("models", {}).get(final)
+    return {**record, "valid_by_decode": model["valid"]} if model else record
+
+
+def record_decode(record: dict) -> tuple[int, float]:
+    """(beam, alpha) RECORD's valid figures were decoded with: the paper's when it does not
+    say (every record before the decode round)."""
+    d = record.get("decode")
+    return (d["beam"], d["alpha"]) if d else PAPER_DECODE
+
+
+def figure_at(record: dict, decode: tuple[int, float]) -> float | None:
+    """RECORD's figure (valid sacreBLEU, the averaging it chose) decoded with DECODE: its own
+    when it was decoded so, else the decode round's cell for it; None if neither was measured."""
+    if record_decode(record) == decode:
+        return score(record)
+    return record.get("valid_by_decode", {}).get(decode_cell(*decode))
 
 
 def converged_name(recipe: Recipe) -> str:
@@ -575,9 +603,10 @@ def hour_plan(
     The first row is the recipe chosen so far, read from its 60-minute finals (their valid
     figures); the others are HOUR_CANDIDATES, read from the trials of 60 minutes, seed 1 and 2.
     A candidate whose seed 1 scores below both seeds of the first row is out: it does not
-    lead, so its seed 2 is not run (out_of_hour). The winner has the highest mean of its two
-    seeds' figures (valid sacreBLEU with the averaging each chose) among the rest; a tie keeps
-    the earlier row. None while a record is missing.
+    lead, so its seed 2 is not run (out_of_hour). The winner gains most over the first row in
+    the mean of its two seeds' figures (valid sacreBLEU with the averaging each chose), each
+    candidate set against the first row decoded as it was (gain_over); no gain above 0: the
+    first row. A tie keeps the earlier row. None while a record is missing.
     """
     incumbent, names = hour_incumbent(recipe, results, converged_trials)
     rows: list[HourRow] = [
@@ -593,8 +622,27 @@ def hour_plan(
     if missing or any(rec is None for rec in rows[0][2]):
         return rows, None, missing
 
-    standing = [i for i, row in enumerate(rows) if i == 0 or not out_of_hour(rows[0], row)]
-    return rows, max(standing, key=lambda i: (hour_mean(rows[i]), -i)), []
+    return rows, best_gain(rows[0], rows[1:]), []
+
+
+def best_gain(first: HourRow, candidates: list[HourRow]) -> int:
+    """The index in [first, *candidates] of the candidate with the highest gain_over FIRST
+    above 0 (a tie keeps the earlier), or 0; candidates out of the hour do not stand."""
+    gains = [(gain_over(first, row), -i) for i, row in enumerate(candidates, 1)]
+    standing = [(g, i) for g, i in gains if g is not None and g > 0]
+    standing = [(g, i) for g, i in standing if not out_of_hour(first, candidates[-i - 1])]
+    return -max(standing)[1] if standing else 0
+
+
+def gain_over(first: HourRow, row: HourRow) -> float | None:
+    """ROW's mean figure minus FIRST's, FIRST decoded as ROW's seed 1 was (the figures of a
+    trial and of the recipe it is set against come from the same beam and alpha); None when
+    FIRST was not measured so."""
+    decode = record_decode(row[2][0])  # type: ignore[arg-type]
+    figures = [figure_at(rec, decode) for rec in first[2] if rec is not None]
+    if any(f is None for f in figures):
+        return None
+    return hour_mean(row) - sum(figures) / len(figures)  # type: ignore[arg-type]
 
 
 def hour_mean(row: HourRow) -> float:
@@ -603,10 +651,16 @@ def hour_mean(row: HourRow) -> float:
 
 
 def out_of_hour(first: HourRow, row: HourRow) -> bool:
-    """True when ROW's seed 1 scored below both seeds of FIRST (the recipe chosen so far)."""
+    """True when ROW's seed 1 scored below both seeds of FIRST (the recipe chosen so far),
+    FIRST decoded as ROW's seed 1 was (figure_at); False while either is missing or FIRST was
+    not measured so."""
     if row[2][0] is None or any(rec is None for rec in first[2]):
         return False
-    return score(row[2][0]) < min(score(rec) for rec in first[2] if rec is not None)
+    decode = record_decode(row[2][0])
+    figures = [figure_at(rec, decode) for rec in first[2] if rec is not None]
+    if any(f is None for f in figures):
+        return False
+    return score(row[2][0]) < min(figures)  # type: ignore[type-var]
 
 
 ConvergedRow = tuple[str, Recipe, dict | None, str]
@@ -630,6 +684,8 @@ def hour_converged_plan(
     if winner is None:
         return [], None, []
     rec, where = next((rec, w) for r, rec, w in rows_before if r == winner)
+    if rec is not None and where != CONVERGED_FINAL:  # its final's figures in the decode round
+        rec = with_decode_round(rec, converged_final_file(winner), results)
     rows: list[ConvergedRow] = [("chosen so far", winner, rec, where)]
     missing = []
     hour_rows, _, _ = hour_plan(recipe, trials, results, converged_trials)
@@ -643,7 +699,15 @@ def hour_converged_plan(
         rows.append((tag, r, rec, CONVERGED_TRIALS.name))
     if missing:
         return rows, None, missing
-    return rows, max(range(len(rows)), key=lambda i: (score(rows[i][2]), -i)), []  # type: ignore[arg-type]
+    gains = [(converged_gain(rows[0], row), -i) for i, row in enumerate(rows[1:], 1)]
+    standing = [(g, i) for g, i in gains if g is not None and g > 0]
+    return rows, -max(standing)[1] if standing else 0, []
+
+
+def converged_gain(first: ConvergedRow, row: ConvergedRow) -> float | None:
+    """ROW's figure minus FIRST's, FIRST decoded as ROW was; None when it was not measured so."""
+    theirs = figure_at(first[2], record_decode(row[2]))  # type: ignore[arg-type]
+    return None if theirs is None else score(row[2]) - theirs  # type: ignore[arg-type]
 
 
 def valid_cells(record: dict) -> str:
@@ -687,13 +751,20 @@ def hour_markdown(
                 out.append(f"| {tag} | `{flags}` | {seed} | to run | | | |")
                 continue
             valid = valid_cells(rec)
+            if record_decode(rec) != PAPER_DECODE:
+                valid += f" ({decode_cell(*record_decode(rec))})"
             minutes = f"{rec['training_minutes']:.1f}"
             out.append(
                 f"| {tag} | `{flags}` | {seed} | `{file}` | {rec['steps']:,} | {minutes} "
                 f"| {valid} |"
             )
         if out_of_hour(rows[0], (tag, r, recs, where)):
-            means.append(f"{tag} out (seed 1 below both seeds of the recipe chosen so far)")
+            decode = record_decode(recs[0])  # type: ignore[arg-type]
+            theirs = " and ".join(f"{figure_at(x, decode):.2f}" for x in rows[0][2])  # type: ignore[arg-type]
+            means.append(
+                f"{tag} out (seed 1, {score(recs[0]):.2f}, below both seeds of the recipe "  # type: ignore[arg-type]
+                f"chosen so far decoded as it was, {decode_cell(*decode)}: {theirs})"
+            )
         elif all(rec is not None for rec in recs):
             means.append(f"{tag} {hour_mean((tag, r, recs, where)):.2f}")
     out.append("")

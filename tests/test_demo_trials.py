@@ -42,12 +42,13 @@ def test_a_trained_run_is_scored_on_validation_and_test_only_on_request(tmp_path
 
 @pytest.mark.slow
 def test_shape_trains_that_model_and_records_its_flags(tmp_path: Path) -> None:
-    """--shape small trains benchmarks/multi30k.py's `small` (d_model 128, 4 + 4 layers)."""
+    """--shape small trains benchmarks/multi30k.py's `small` (d_model 128, 4 + 4 layers);
+    --norm-first makes it pre-LN."""
     world = build_world(tmp_path / "world")
     results, run = tmp_path / "trials.jsonl", tmp_path / "small"
     cmd = [sys.executable, str(ROOT / "benchmarks" / "demo_trials.py"), "--name", "small"]
     cmd += ["--run", str(run), "--data", world["data"], "--shape", "small", "--steps", "200"]
-    cmd += ["--average", "2", "--warmup", "50", "--results", str(results)]
+    cmd += ["--average", "2", "--warmup", "50", "--results", str(results), "--norm-first"]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-2000:]
     (record,) = [json.loads(line) for line in results.read_text().splitlines()]
@@ -57,6 +58,8 @@ def test_shape_trains_that_model_and_records_its_flags(tmp_path: Path) -> None:
     config = json.loads((run / "config.json").read_text(encoding="utf-8"))
     assert config["model"]["d_model"] == 128
     assert config["model"]["n_layers"] == 4
+    assert config["model"]["norm_first"] is True  # --norm-first: pre-LN
+    assert "--norm-first" in flags
     assert record["training_wall_minutes"] is not None  # trained, not only scored
     bad = subprocess.run([*cmd, "--shape", "huge"], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2

@@ -831,7 +831,10 @@ def test_the_hour_round_trains_two_seeds_on_valid_then_tests_a_winners_trials_on
     table = mt.hour_markdown(chosen, mt.read_trials(path), results, conv)
     assert "| 2 | not run: seed 1 is out | | | |" in table
     assert "Not trained to convergence, out at 60 minutes: published." in table
-    assert "published out (seed 1 below both seeds of the recipe chosen so far)" in table
+    assert (
+        "published out (seed 1, 39.75, below both seeds of the recipe chosen so far decoded as it "
+        "was, beam 4, alpha 0.6: 40.00 and 40.50)"
+    ) in table
     assert "Chosen on valid: chosen so far." in table
     assert mt.chosen_recipe(path, conv, results, M) == chosen
 
@@ -1101,3 +1104,49 @@ def test_the_literature_round_sets_a_lowercased_twin_against_the_cased_model_on_
     monkeypatch.setattr(mt, "literature_base", lambda *a: (base, "other.json", base_run))
     assert mt.main(common) == 2
     assert "sets another model (c.json)" in capsys.readouterr().out
+
+
+def test_the_hour_round_sets_a_trial_against_the_finals_decoded_as_it_was(tmp_path: Path) -> None:
+    """A trial decoded with another beam and alpha than the finals' own (the benchmark's
+    defaults after the decode round) is set against the finals' figures at that cell, as the
+    decode round measured them: a seed 1 that would stand against their own figures is out
+    when below both of theirs at its cell; the winner gains most at equal decode."""
+    trials: dict = {}
+    fill(trials)
+    _, chosen, _ = mt.plan(trials, M)
+    assert chosen is not None
+    results = tmp_path / "results"
+    results.mkdir()
+    names = [f"multi30k-final-60min-seed{s}.json" for s in mt.FINAL_SEEDS]
+    for name, valid in zip(names, (40.0, 40.5), strict=True):
+        decoded = final_record(valid) | {"decode": {"beam": 4, "alpha": 0.6}}
+        (results / name).write_text(json.dumps(decoded))
+    cells = {"beam 4, alpha 0.6": 0.0, "beam 6, alpha 1.5": 0.5}  # the decode round's gain
+    models = {
+        name: {"averaged_checkpoints": 5, "valid": {c: v + g for c, g in cells.items()}}
+        for name, v in zip(names, (40.0, 40.5), strict=True)
+    }
+    (results / mt.DECODE_FILE.name).write_text(json.dumps({"models": models}))
+    tag, pre_ln = next(x for x in mt.HOUR_CANDIDATES if x[0] == "pre-LN")
+    rows = [
+        ("chosen so far", chosen, [mt.final_as_trial(results / n) for n in names], names),
+        (tag, pre_ln, [None, None], ["t.jsonl"] * 2),
+    ]
+
+    def trial(valid: float, decode: tuple[int, float]) -> dict:
+        rec = {"valid_sacrebleu_by_averaged": {"3": valid}, "averaged_checkpoints": 3}
+        return rec | {"decode": {"beam": decode[0], "alpha": decode[1]}}
+
+    assert [mt.figure_at(r, (6, 1.5)) for r in rows[0][2]] == [40.5, 41.0]
+    assert [mt.figure_at(r, (4, 0.6)) for r in rows[0][2]] == [40.0, 40.5]
+    assert mt.figure_at(rows[0][2][0], (8, 0.0)) is None  # not measured: no comparison
+    rows[1][2][0] = trial(40.25, (6, 1.5))  # below both finals at its cell (40.5 and 41.0)
+    assert mt.out_of_hour(rows[0], rows[1])
+    rows[1][2][0] = trial(40.25, (4, 0.6))  # the same figure at the finals' own decode
+    assert not mt.out_of_hour(rows[0], rows[1])
+    rows[1][2][:] = [trial(41.0, (6, 1.5)), trial(41.5, (6, 1.5))]
+    assert not mt.out_of_hour(rows[0], rows[1])
+    assert mt.gain_over(rows[0], rows[1]) == pytest.approx(0.5)  # 41.25 against 40.75
+    assert mt.best_gain(rows[0], rows[1:]) == 1
+    rows[1][2][:] = [trial(40.75, (6, 1.5)), trial(40.75, (6, 1.5))]  # a tie keeps the finals
+    assert mt.best_gain(rows[0], rows[1:]) == 0
