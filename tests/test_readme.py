@@ -636,6 +636,10 @@ def test_multi30k_figures_are_the_results_files(md: Path) -> None:
         assert f"{gap} above our converged run ({paper_gap} with the paper's" in text
     else:
         assert f"高 {gap}（用论文的束宽和 alpha 时高 {paper_gap}）" in text
+    # the literature round's lowercased twin, tested once in the literature's flavour
+    twin = json.loads((RESULTS / "multi30k-converged-lowercased.json").read_text(encoding="utf-8"))
+    lowercased = f"{twin['moses_bleu']['score']:.1f} (`multi30k-converged-lowercased.json`"
+    assert lowercased in text.replace("（", " (").replace("，见", ", ")
     # the first screen's bullet quotes the same runs: cased for both seeds, then Moses, then
     # the converged run, as decoded with the setting chosen on valid
     bullet = text[text.index("- **Multi30k") :].split("\n\n", 1)[0]
