@@ -1131,6 +1131,18 @@ def chosen_model(final: dict, run: Path) -> Path:
     return run / f"average-{tag}-last{final['averaged_checkpoints']}.safetensors"
 
 
+def final_model(path: Path, run: Path, round_: str) -> tuple[dict, Path] | None:
+    """(the final recorded in PATH, the model it scored test2016 with in RUN); None, said, when
+    that model is not on this machine (ROUND decodes the finals' own models)."""
+    final = json.loads(path.read_text(encoding="utf-8"))
+    model = chosen_model(final, run)
+    if not model.is_file():
+        print(f"multi30k_trials: {model} is missing: {round_} decodes the finals' own models,")
+        print("so it runs where they were trained")
+        return None
+    return final, model
+
+
 def decode_choice(record: dict) -> tuple[int, float] | None:
     """The (beam, alpha) with the highest mean valid sacreBLEU over the models of RECORD (a
     tie keeps the earlier cell of decode_grid); None while a cell of a model is missing."""
@@ -1192,12 +1204,10 @@ def run_decode(recipe: Recipe, args: argparse.Namespace) -> int:
     models = record.setdefault("models", {})
     plan_: list[tuple[str, Path, Path, dict]] = []
     for name, run in finals:
-        final = json.loads((results / name).read_text(encoding="utf-8"))
-        model = chosen_model(final, run)
-        if not model.is_file():
-            print(f"multi30k_trials: {model} is missing: the decode round decodes the finals' ")
-            print("own models, so it runs where they were trained")
+        found = final_model(results / name, run, "the decode round")
+        if found is None:
             return 2
+        final, model = found
         data = data_dir(args, final["vocab_size"], final.get("lowercase", False))
         n = final["averaged_checkpoints"]
         entry = models.setdefault(name, {"averaged_checkpoints": n, "valid": {}})
@@ -1383,12 +1393,10 @@ def run_literature(recipe: Recipe, args: argparse.Namespace) -> int:
         print("its lowercased twin: a new round starts from an empty file")
         return 2
     if not record:
-        final = json.loads((results / base_name).read_text(encoding="utf-8"))
-        model = chosen_model(final, base_run)
-        if not model.is_file():
-            print(f"multi30k_trials: {model} is missing: the literature round decodes the")
-            print("cased final's own model, so it runs where that was trained")
+        found = final_model(results / base_name, base_run, "the literature round")
+        if found is None:
             return 2
+        final, model = found
         report = model.parent / f"literature-valid-beam{beam}-alpha{alpha:g}.json"
         argv = ["--checkpoint", str(model), "--data", str(data_dir(args, final["vocab_size"]))]
         argv += ["--split", "valid", "--beam", str(beam), "--alpha", f"{alpha:g}"]

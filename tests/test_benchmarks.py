@@ -511,3 +511,13 @@ def test_the_committed_compile_results_say_what_docs_quote() -> None:
         row = report["variants"][variant]
         assert f"{row['speed_vs_eager_fast_second_pass']:.2f}" in doc, variant
         assert f"{row['speed_vs_eager_fast_first_pass']:.2f}" in doc, variant
+
+
+def test_multi30k_passes_bf16_and_pre_ln_to_training_only_when_asked(monkeypatch) -> None:
+    """--bf16 and --norm-first reach `aiayn train`; without them, the paper's fp32 post-LN."""
+    m30k = bench_module("multi30k", monkeypatch)
+    plain = m30k._train_flags(m30k._parser().parse_args([]))
+    assert "--bf16" not in plain
+    assert "--norm-first" not in plain
+    asked = m30k._train_flags(m30k._parser().parse_args(["--bf16", "--norm-first"]))
+    assert asked[-2:] == ["--norm-first", "--bf16"]
