@@ -675,9 +675,10 @@ def hour_converged_plan(
     """The hour round's converged half: ((tag, recipe, valid record or None, where recorded)
     per recipe, the winner's row or None, the trials to run). The first row is the converged
     round's winner; the others are the HOUR_CANDIDATES not out at 60 minutes (out_of_hour),
-    trained to convergence (seed 1, valid only, in multi30k-converged-trials.jsonl): the round
-    spends its hours on recipes that lead, which can miss one that starts slowly but ends
-    high. The highest valid figure wins; a tie keeps the earlier row. No rows before the
+    trained to convergence (seed 1, valid only, in multi30k-converged-trials.jsonl), and those
+    out that lead per update (leads_per_update): the round spends its hours on recipes that
+    lead, at 60 minutes or update for update, which can still miss one that starts slowly but
+    ends high. The highest valid figure wins; a tie keeps the earlier row. No rows before the
     converged round has chosen; the candidates wait for their 60-minute seed 1."""
     converged = read_trials(converged_trials)
     rows_before, winner, _ = converged_plan(recipe, converged, results)
@@ -691,7 +692,7 @@ def hour_converged_plan(
     hour_rows, _, _ = hour_plan(recipe, trials, results, converged_trials)
     for tag, candidate in HOUR_CANDIDATES:
         row = next(x for x in hour_rows if x[0] == tag)
-        if out_of_hour(hour_rows[0], row):
+        if out_of_hour(hour_rows[0], row) and not leads_per_update(rows[0][2], row[2][0]):
             continue
         r = dataclasses.replace(candidate, seed=1)
         rec = converged.get(converged_name(r))
@@ -702,6 +703,20 @@ def hour_converged_plan(
     gains = [(converged_gain(rows[0], row), -i) for i, row in enumerate(rows[1:], 1)]
     standing = [(g, i) for g, i in gains if g is not None and g > 0]
     return rows, -max(standing)[1] if standing else 0, []
+
+
+def leads_per_update(converged: dict | None, trial: dict | None) -> bool:
+    """True when TRIAL's latest checkpoint alone (a 60-minute trial's) scored higher on valid
+    than CONVERGED's did at its first check at or after as many updates, both decoded alike
+    (a curve is decoded as its run's figures are): a recipe slower per minute but better per
+    update may still end higher, given the updates. False when either is missing, CONVERGED
+    has no check that late, TRIAL no figure of its latest checkpoint alone, or they were
+    decoded differently."""
+    if converged is None or trial is None or record_decode(converged) != record_decode(trial):
+        return False
+    later = [c for c in converged.get("curve", []) if c["step"] >= trial["steps"]]
+    alone = trial["valid_sacrebleu_by_averaged"].get("1")
+    return bool(later) and alone is not None and alone > later[0]["valid_sacrebleu"]
 
 
 def converged_gain(first: ConvergedRow, row: ConvergedRow) -> float | None:
@@ -812,7 +827,11 @@ def _hour_converged_markdown(
     out.append("")
     left_out = [tag for tag, _ in HOUR_CANDIDATES if tag not in [row[0] for row in rows]]
     if left_out:
-        out.append(f"Not trained to convergence, out at 60 minutes: {', '.join(left_out)}.")
+        out.append(
+            "Not trained to convergence, out at 60 minutes and not ahead per update: "
+            f"{', '.join(left_out)}."
+        )
+    out += _per_update_lines(recipe, trials, results, converged_trials, rows)
     if best is None:
         out.append(f"Chosen on valid: not yet, {len(missing)} trial(s) to run.")
         return "\n".join(out) + "\n"
@@ -824,6 +843,33 @@ def _hour_converged_markdown(
         table = finals_table([hour_converged_final(tag)], results, curves_too=False)
         out.append(table.rstrip("\n"))
     return "\n".join(out) + "\n"
+
+
+def _per_update_lines(
+    recipe: Recipe,
+    trials: dict[str, dict],
+    results: Path,
+    converged_trials: Path,
+    rows: list[ConvergedRow],
+) -> list[str]:
+    """A line per candidate out at 60 minutes but trained to convergence, with the figures of
+    leads_per_update that kept it in."""
+    hour_rows, _, _ = hour_plan(recipe, trials, results, converged_trials)
+    first = rows[0][2]
+    out = []
+    for row in hour_rows[1:]:
+        if row[0] not in [x[0] for x in rows] or not out_of_hour(hour_rows[0], row):
+            continue
+        tag, trial = row[0], row[2][0]
+        check = next(c for c in first["curve"] if c["step"] >= trial["steps"])  # type: ignore[index]
+        out.append(
+            f"{tag}: out at 60 minutes, but ahead per update, so trained to convergence: its "
+            f"latest checkpoint alone scored {trial['valid_sacrebleu_by_averaged']['1']:.2f} "  # type: ignore[index]
+            f"on valid after {trial['steps']:,} updates, the chosen recipe's "  # type: ignore[index]
+            f"{check['valid_sacrebleu']:.2f} after {check['step']:,} "
+            f"({decode_cell(*record_decode(trial))})."  # type: ignore[arg-type]
+        )
+    return out
 
 
 def _make_finals(finals: list[tuple[list[str], Path]]) -> int:

@@ -830,13 +830,57 @@ def test_the_hour_round_trains_two_seeds_on_valid_then_tests_a_winners_trials_on
     assert [("--steps" in c, c[c.index("--seed") + 1]) for c in calls[9:]] == [(False, "1")]
     table = mt.hour_markdown(chosen, mt.read_trials(path), results, conv)
     assert "| 2 | not run: seed 1 is out | | | |" in table
-    assert "Not trained to convergence, out at 60 minutes: published." in table
+    assert "Not trained to convergence, out at 60 minutes and not ahead per update: published." in (
+        table
+    )
     assert (
         "published out (seed 1, 39.75, below both seeds of the recipe chosen so far decoded as it "
         "was, beam 4, alpha 0.6: 40.00 and 40.50)"
     ) in table
     assert "Chosen on valid: chosen so far." in table
     assert mt.chosen_recipe(path, conv, results, M) == chosen
+    # ... unless it leads per update: its latest checkpoint alone above the converged winner's
+    # at its first check at or after as many updates (7,800: the check at 8,000, 39.0)
+    final = json.loads((results / "multi30k-converged.json").read_text())
+    final["curve"] = [{"step": 8000, "valid_sacrebleu": 39.0}]
+    (results / "multi30k-converged.json").write_text(json.dumps(final))
+    first = mt.read_trials(path)[mt.trial_name(published, 60.0)]
+    first["valid_sacrebleu_by_averaged"]["1"] = 39.5
+    trials[first["name"]] = first
+    path.write_text("".join(json.dumps(t) + "\n" for t in trials.values()))
+    assert mt.main(common) == 0
+    assert [("--steps" in c, "--no-test" in c) for c in calls[10:]] == [(True, True)]
+    table = mt.hour_markdown(chosen, mt.read_trials(path), results, conv)
+    assert "Not trained to convergence" not in table
+    assert (
+        "published: out at 60 minutes, but ahead per update, so trained to convergence: its "
+        "latest checkpoint alone scored 39.50 on valid after 7,800 updates, the chosen recipe's "
+        "39.00 after 8,000 (beam 4, alpha 0.6)."
+    ) in table
+    assert mt.chosen_recipe(path, conv, results, M) == chosen  # the 60-minute choice stands
+
+
+def test_a_recipe_out_at_60_minutes_may_lead_per_update() -> None:
+    """leads_per_update: the trial's latest checkpoint alone against the converged run's first
+    check at or after as many updates, only when both were decoded alike."""
+    converged = {
+        "curve": [{"step": 8000, "valid_sacrebleu": 38.15}, {"step": 9000, "valid_sacrebleu": 38.6}]
+    }
+
+    def trial(alone: float | None, steps: int = 7414, decode: tuple[int, float] = (4, 0.6)):
+        by = {"5": 39.1} | ({"1": alone} if alone is not None else {})
+        rec = {"steps": steps, "valid_sacrebleu_by_averaged": by}
+        return rec | {"decode": {"beam": decode[0], "alpha": decode[1]}}
+
+    assert mt.leads_per_update(converged, trial(39.03))  # mid's figures
+    assert not mt.leads_per_update(converged, trial(38.15))  # a tie does not lead
+    assert mt.leads_per_update(converged, trial(38.5, steps=8000))  # the check at 8,000
+    assert not mt.leads_per_update(converged, trial(38.5, steps=8001))  # the one at 9,000
+    assert not mt.leads_per_update(converged, trial(45.0, steps=9001))  # no check that late
+    assert not mt.leads_per_update(converged, trial(45.0, decode=(6, 1.5)))  # decoded otherwise
+    assert not mt.leads_per_update(converged, trial(None))  # no figure of the latest alone
+    assert not mt.leads_per_update(None, trial(39.03))
+    assert not mt.leads_per_update(converged, None)
 
 
 def test_a_run_to_convergence_starts_from_the_trials_latest_checkpoint(tmp_path: Path) -> None:
@@ -971,8 +1015,8 @@ def test_the_decode_round_chooses_on_valid_then_tests_each_final_once(
 def test_the_decode_round_decodes_the_committed_finals_of_the_recipe_chosen(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """With the hour round complete (its candidates as they were when the decode round ran),
-    the decode round's models are the recipe chosen's two 60-minute finals and its converged
+    """With the hour round complete (its candidates and rules as they were when the decode round
+    ran), the decode round's models are the recipe chosen's two 60-minute finals and its converged
     final, from the runs run_finals and the converged round trained them in (beside --runs);
     with a candidate still to run, there are none yet."""
     args = mt.argparse.Namespace(runs="runs/m30k-trials", multi30k_dir=None, threads=0)
@@ -982,6 +1026,7 @@ def test_the_decode_round_decodes_the_committed_finals_of_the_recipe_chosen(
     monkeypatch.setattr(mt, "HOUR_CANDIDATES", (*mt.HOUR_CANDIDATES, ("pending", pending)))
     assert mt.decode_finals(chosen, args, mt.TRIALS_FILE, mt.RESULTS, mt.CONVERGED_TRIALS) is None
     monkeypatch.setattr(mt, "HOUR_CANDIDATES", mt.HOUR_CANDIDATES[:2])
+    monkeypatch.setattr(mt, "leads_per_update", lambda *_: False)  # the rule came later
     recorded = json.loads(mt.DECODE_FILE.read_text())["models"]
     finals = mt.decode_finals(chosen, args, mt.TRIALS_FILE, mt.RESULTS, mt.CONVERGED_TRIALS)
     assert finals is not None
