@@ -579,6 +579,20 @@ FINALS_60 = (
 )
 
 
+def _hour_converged_final() -> str:
+    """The results file of the converged final the hour round chose on valid."""
+    import sys
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import multi30k_trials as mt
+
+    _, chosen, _ = mt.plan(mt.read_trials(mt.TRIALS_FILE), 20.0)
+    rows, best, _ = mt.hour_converged_plan(chosen, mt.read_trials(mt.TRIALS_FILE))
+    assert best is not None
+    assert best != 0
+    return mt.hour_converged_final(rows[best][0])
+
+
 @pytest.mark.parametrize("md", READMES, ids=lambda p: p.name)
 def test_multi30k_figures_are_the_results_files(md: Path) -> None:
     """The 60-minute finals of both seeds and the converged final: steps, the averaging chosen
@@ -630,26 +644,51 @@ def test_multi30k_figures_are_the_results_files(md: Path) -> None:
     best = max(converged["curve"], key=lambda c: (c["valid_sacrebleu"], -c["step"]))
     assert f"{best['step']:,}" in row
     text = md.read_text(encoding="utf-8")
+    decode_cell = "beam {beam}, alpha {alpha:g}".format(**chosen)
     gap = f"{41.0 - conv_decoded['moses_bleu']['score']:.1f}"
     paper_gap = f"{41.0 - converged['moses_bleu']['score']:.1f}"
     if md == README:
-        assert f"{gap} above our converged run ({paper_gap} with the paper's" in text
+        assert f"{gap} above our small one ({paper_gap} with the paper's" in text
     else:
         assert f"高 {gap}（用论文的束宽和 alpha 时高 {paper_gap}）" in text
+    # the hour round's converged final (the wider `mid`, chosen on valid against the run above)
+    mid_name = "multi30k-converged-mid.json"
+    assert _hour_converged_final() == mid_name
+    mid = json.loads((RESULTS / mid_name).read_text(encoding="utf-8"))
+    row = _results_row(md, mid_name)
+    assert setting in row
+    for k in ("sacrebleu", "moses_bleu"):
+        assert f"**{mid[k]['score']:.1f}**" in row
+    assert f"{mid['chrf']['score']:.1f}" in row
+    assert f"{mid['steps']:,}" in row
+    assert f"{mid['training_minutes']:.1f}" in row
+    assert f"{mid['machine']['matmul_peak_gflops']:.0f} GFLOP/s" in row
+    n = str(mid["averaged_checkpoints"])
+    small_valid = decode["models"][name]["valid"][decode_cell]
+    assert f"{mid['valid'][n]['sacrebleu']['score']:.2f}" in row
+    assert f"{small_valid:.2f}" in row
+    mid_gap = f"{41.0 - mid['moses_bleu']['score']:.1f}"
+    if md == README:
+        assert f"{mid_gap} above our converged run chosen on valid (`mid`), {gap} above" in text
+    else:
+        assert f"（`mid`）高 {mid_gap}，比 `small` 的高 {gap}" in text
     # the literature round's lowercased twin, tested once in the literature's flavour
     twin = json.loads((RESULTS / "multi30k-converged-lowercased.json").read_text(encoding="utf-8"))
     lowercased = f"{twin['moses_bleu']['score']:.1f} (`multi30k-converged-lowercased.json`"
     assert lowercased in text.replace("（", " (").replace("，见", ", ")
-    # the first screen's bullet quotes the same runs: cased for both seeds, then Moses, then
-    # the converged run, as decoded with the setting chosen on valid
+    # the first screen's bullet quotes the same runs: cased for both seeds, then Moses, then the
+    # converged runs (mid, chosen on valid, then small), as decoded with the setting chosen on valid
     bullet = text[text.index("- **Multi30k") :].split("\n\n", 1)[0]
     figures = [f"{d[k]['score']:.1f}" for k in ("sacrebleu", "moses_bleu") for d in decoded]
+    figures += [f"{mid[k]['score']:.1f}" for k in ("sacrebleu", "moses_bleu")]
     figures += [f"{conv_decoded[k]['score']:.1f}" for k in ("sacrebleu", "moses_bleu")]
-    positions = [bullet.find(f) for f in figures]
-    assert -1 not in positions, (figures, bullet)
-    assert positions == sorted(positions), (figures, bullet)
+    at = 0  # each figure after the one before
+    for f in figures:
+        found = bullet.find(f, at)
+        assert found != -1, (f, figures, bullet)
+        at = found + len(f)
     paper = [f"{r['sacrebleu']['score']:.1f}" for r in (*finals, converged)]
-    assert all(f in bullet[positions[-1] :] for f in paper), (paper, bullet)
+    assert all(f in bullet[at:] for f in paper), (paper, bullet)
 
 
 def test_training_doc_tables_are_the_results_files() -> None:
