@@ -866,13 +866,15 @@ def _per_update_lines(
         if row[0] not in [x[0] for x in rows] or not out_of_hour(hour_rows[0], row):
             continue
         tag, trial = row[0], row[2][0]
-        check = next(c for c in first["curve"] if c["step"] >= trial["steps"])  # type: ignore[index]
+        assert first is not None  # leads_per_update held for both
+        assert trial is not None
+        check = next(c for c in first["curve"] if c["step"] >= trial["steps"])
         out.append(
             f"{tag}: out at 60 minutes, but ahead per update, so trained to convergence: its "
-            f"latest checkpoint alone scored {trial['valid_sacrebleu_by_averaged']['1']:.2f} "  # type: ignore[index]
-            f"on valid after {trial['steps']:,} updates, the chosen recipe's "  # type: ignore[index]
+            f"latest checkpoint alone scored {trial['valid_sacrebleu_by_averaged']['1']:.2f} "
+            f"on valid after {trial['steps']:,} updates, the chosen recipe's "
             f"{check['valid_sacrebleu']:.2f} after {check['step']:,} "
-            f"({decode_cell(*record_decode(trial))})."  # type: ignore[arg-type]
+            f"({decode_cell(*record_decode(trial))})."
         )
     return out
 
