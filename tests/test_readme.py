@@ -593,6 +593,13 @@ def _hour_converged_final() -> str:
     return mt.hour_converged_final(rows[best][0])
 
 
+def _run_facts_in(row: str, final: dict) -> None:
+    """A results row names its final's updates, its machine's matmul peak and its chrF2."""
+    assert f"{final['steps']:,}" in row
+    assert f"{final['machine']['matmul_peak_gflops']:.0f} GFLOP/s" in row
+    assert f"{final['chrf']['score']:.1f}" in row
+
+
 @pytest.mark.parametrize("md", READMES, ids=lambda p: p.name)
 def test_multi30k_figures_are_the_results_files(md: Path) -> None:
     """The 60-minute finals of both seeds and the converged final: steps, the averaging chosen
@@ -621,8 +628,7 @@ def test_multi30k_figures_are_the_results_files(md: Path) -> None:
             assert f"{d[k]['score']:.1f}" in row
             assert f"{r[k]['score']:.1f}" in row
         assert f"{r['sacrebleu']['score']:.1f}" in row
-        assert f"{r['steps']:,}" in row
-        assert f"{r['machine']['matmul_peak_gflops']:.0f} GFLOP/s" in row
+        _run_facts_in(row, r)
     # the converged final of the dropout the converged round chose on valid, beside P_drop 0.1's
     name = "multi30k-converged-dropout0.2.json"
     converged = json.loads((RESULTS / name).read_text(encoding="utf-8"))
@@ -635,11 +641,9 @@ def test_multi30k_figures_are_the_results_files(md: Path) -> None:
         assert f"{first[k]['score']:.1f}" in row
         assert f"**{conv_decoded[k]['score']:.1f}**" in row
         assert f"{converged[k]['score']:.1f}" in row
-    assert f"{converged['steps']:,}" in row
+    _run_facts_in(row, converged)
     assert f"{converged['training_minutes']:.0f}" in row
     assert f"{conv_decoded['chrf']['score']:.1f}" in row
-    assert f"{converged['chrf']['score']:.1f}" in row
-    assert f"{converged['machine']['matmul_peak_gflops']:.0f} GFLOP/s" in row
     assert str(converged["averaged_checkpoints"]) in row
     best = max(converged["curve"], key=lambda c: (c["valid_sacrebleu"], -c["step"]))
     assert f"{best['step']:,}" in row
@@ -659,10 +663,8 @@ def test_multi30k_figures_are_the_results_files(md: Path) -> None:
     assert setting in row
     for k in ("sacrebleu", "moses_bleu"):
         assert f"**{mid[k]['score']:.1f}**" in row
-    assert f"{mid['chrf']['score']:.1f}" in row
-    assert f"{mid['steps']:,}" in row
+    _run_facts_in(row, mid)
     assert f"{mid['training_minutes']:.1f}" in row
-    assert f"{mid['machine']['matmul_peak_gflops']:.0f} GFLOP/s" in row
     n = str(mid["averaged_checkpoints"])
     small_valid = decode["models"][name]["valid"][decode_cell]
     assert f"{mid['valid'][n]['sacrebleu']['score']:.2f}" in row
