@@ -75,6 +75,10 @@ def _train_flags(args: argparse.Namespace) -> list[str]:
         flags += ["--norm-first"]
     if args.bf16:  # EXTENSION: bf16 autocast (off by default), fp32 weights and Adam state
         flags += ["--bf16"]
+    if args.attn_dropout:  # EXTENSION: dropout on the attention weights (off by default)
+        flags += ["--attn-dropout", f"{args.attn_dropout:g}"]
+    if args.ffn_dropout:  # EXTENSION: dropout after the FFN's ReLU (off by default)
+        flags += ["--ffn-dropout", f"{args.ffn_dropout:g}"]
     if args.lr_decay == "linear":  # DEVIATION(5.3): to zero at the end of the last budget
         unit = "--decay-minutes" if args.minutes else "--decay-steps"
         flags += ["--lr-decay", "linear", unit, f"{_budgets(args)[-1]:g}"]
@@ -430,6 +434,19 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="train under bfloat16 autocast (default: fp32, as the paper; decoding stays fp32)",
     )
+    ap.add_argument(
+        "--attn-dropout",
+        type=float,
+        default=0.0,
+        help="dropout on the attention weights (default 0: the paper's dropout is on sublayer "
+        "outputs only)",
+    )
+    ap.add_argument(
+        "--ffn-dropout",
+        type=float,
+        default=0.0,
+        help="dropout after the FFN's ReLU (default 0, as the paper)",
+    )
     ap.add_argument("--seed", type=int, default=1, help="training seed (default 1)")
     ap.add_argument(
         "--average",
@@ -469,6 +486,10 @@ def _check(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         ap.error(f"{unit} must be positive and increasing, got {budgets}")
     if args.beam < 1 or args.alpha < 0:
         ap.error(f"--beam must be >= 1 and --alpha >= 0, got {args.beam} and {args.alpha:g}")
+    drops = (args.dropout, args.attn_dropout, args.ffn_dropout)
+    if not all(0.0 <= p < 1.0 for p in drops):
+        got = ", ".join(f"{p:g}" for p in drops)
+        ap.error(f"--dropout, --attn-dropout and --ffn-dropout must be in [0, 1), got {got}")
     if any(n < 1 for n in args.average):
         ap.error(f"--average takes numbers of checkpoints of at least 1, got {args.average}")
     if args.patience and not args.steps:

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -193,6 +194,8 @@ def test_a_trial_records_its_training_loss_every_500_updates(monkeypatch, tmp_pa
         (["--steps", "200", "100"], "--steps must be positive and increasing"),
         (["--beam", "0"], "--beam must be >= 1 and --alpha >= 0, got 0 and 1.5"),
         (["--alpha", "-1"], "got 6 and -1"),
+        (["--ffn-dropout", "1"], "must be in [0, 1), got 0.2, 0, 1"),
+        (["--attn-dropout", "-0.1"], "must be in [0, 1), got 0.2, -0.1, 0"),
     ],
 )
 def test_multi30k_benchmark_refuses_bad_flags(flags: list[str], message: str) -> None:
@@ -521,3 +524,78 @@ def test_multi30k_passes_bf16_and_pre_ln_to_training_only_when_asked(monkeypatch
     assert "--norm-first" not in plain
     asked = m30k._train_flags(m30k._parser().parse_args(["--bf16", "--norm-first"]))
     assert asked[-2:] == ["--norm-first", "--bf16"]
+
+
+def test_multi30k_passes_attention_and_relu_dropout_only_when_set(monkeypatch) -> None:
+    """--attn-dropout and --ffn-dropout (EXTENSIONs) reach `aiayn train` when above 0; at
+    their default 0, the paper's dropout on sublayer outputs only, neither is passed."""
+    m30k = bench_module("multi30k", monkeypatch)
+    plain = m30k._train_flags(m30k._parser().parse_args([]))
+    assert "--attn-dropout" not in plain
+    assert "--ffn-dropout" not in plain
+    both = ["--attn-dropout", "0.1", "--ffn-dropout", "0.05"]
+    assert m30k._train_flags(m30k._parser().parse_args(both))[-4:] == both
+
+
+def test_dead_relu_counts_the_units_that_never_fire_on_valid(explore_model: Path) -> None:
+    """benchmarks/dead_relu.py: a unit whose pre-activation is forced negative everywhere is
+    dead, one forced positive is alive, exactly, in the layer it was forced in."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import dead_relu
+
+    from aiayn.data.store import load_prepared
+    from aiayn.train.configure import read_run_config
+    from aiayn.weights import load_model
+
+    run = explore_model.parent
+    model, _ = load_model(explore_model)
+    valid = load_prepared(read_run_config(run).data).split("valid")
+    with torch.no_grad():
+        for ffn, dead in ((model.encoder[0].ffn, 5), (model.decoder[1].ffn, 3)):
+            ffn.b_1[:dead] = -1e4
+            ffn.b_1[dead:] = 1e4
+    enc, dec = dead_relu.fired(model, valid, len(valid))
+    assert [int((~f).sum()) for f in enc] == [5, int((~enc[1]).sum())]
+    assert not enc[0][:5].any()
+    assert enc[0][5:].all()
+    assert [int((~f).sum()) for f in dec] == [int((~dec[0]).sum()), 3]
+    assert not dec[1][:3].any()
+    assert dec[1][3:].all()
+    assert [f.numel() for f in enc + dec] == [model.config.d_ff] * 4
+
+
+def test_dead_relu_reports_each_checkpoint_and_refuses_bad_input(explore_model, tmp_path) -> None:
+    """Every checkpoint of the run, oldest first, with a count a layer; a directory that is not
+    a run and a bad --every are one-line errors with status 2."""
+    run = explore_model.parent
+    out = tmp_path / "dead.json"
+    script = str(ROOT / "benchmarks" / "dead_relu.py")
+    res = subprocess.run(
+        [sys.executable, script, str(run), "--json", str(out)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr[-2000:]
+    report = json.loads(out.read_text())
+    assert report["command"] == "python benchmarks/dead_relu.py run"
+    (row,) = report["runs"]
+    assert [c["step"] for c in row["checkpoints"]] == [50, 100, 150]
+    for c in row["checkpoints"]:
+        assert len(c["encoder_dead"]) == len(c["decoder_dead"]) == 2
+        assert all(0 <= n <= row["d_ff"] for n in c["encoder_dead"] + c["decoder_dead"])
+    every = subprocess.run(
+        [sys.executable, script, str(run), "--every", "2", "--pairs", "1"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert every.returncode == 0, every.stderr[-2000:]
+    assert [line.split()[1] for line in every.stdout.splitlines()] == [
+        "step_00000050:", "step_00000150:",
+    ]  # fmt: skip
+    bad = subprocess.run([sys.executable, script, str(tmp_path)], capture_output=True, text=True)
+    assert bad.returncode == 2
+    assert bad.stderr.strip() == (
+        f"dead_relu.py: error: {tmp_path}: no config.json; is this a run directory of aiayn train?"
+    )
+    zero = [sys.executable, script, str(run), "--every", "0"]
+    res = subprocess.run(zero, capture_output=True, text=True)
+    assert res.returncode == 2
+    assert "--every and --pairs must be at least 1 (given: 0, None)" in res.stderr
