@@ -51,7 +51,7 @@ def test_names_are_one_per_setting() -> None:
     assert name == (
         "20 min: tiny, 4096 tokens, lr x0.5, warm-up 400, rsqrt, dropout 0.1, BPE 8000, seed 1"
     )
-    values = ("small", 2048, 1.0, 800, "linear", 0.3, 4000, 2, True, True, True)
+    values = ("small", 2048, 1.0, 800, "linear", 0.3, 4000, 2, True, True, True, 0.1, 0.1)
     fields = dataclasses.fields(base)
     others = {
         mt.trial_name(dataclasses.replace(base, **{f.name: v}), M)
@@ -69,6 +69,12 @@ def test_names_are_one_per_setting() -> None:
         assert r.flags()[:-4] == [*base.flags()[:-4], flag or f"--{field}"]
     both = dataclasses.replace(base, norm_first=True, bf16=True, lowercase=True)
     assert mt.trial_name(both, M) == f"{name}, pre-LN, bf16, lowercased"
+    extra = dataclasses.replace(base, attn_dropout=0.1, ffn_dropout=0.05)  # only when above 0
+    assert mt.trial_name(extra, M) == f"{name}, attention dropout 0.1, ReLU dropout 0.05"
+    tail = ["--attn-dropout", "0.1", "--ffn-dropout", "0.05"]
+    assert extra.flags()[:-4] == [*base.flags()[:-4], *tail]
+    assert "--attn-dropout" not in base.flags()
+    assert "--ffn-dropout" not in base.flags()
 
 
 def test_an_empty_record_starts_with_the_shapes() -> None:
@@ -1195,3 +1201,50 @@ def test_the_hour_round_sets_a_trial_against_the_finals_decoded_as_it_was(tmp_pa
     assert mt.best_gain(rows[0], rows[1:]) == 1
     rows[1][2][:] = [trial(40.75, (6, 1.5)), trial(40.75, (6, 1.5))]  # a tie keeps the finals
     assert mt.best_gain(rows[0], rows[1:]) == 0
+
+
+def test_a_converged_choice_stands_among_the_recorded_rows_until_the_rest_run() -> None:
+    """converged_best: the recorded row gaining most over the first above 0 (a tie keeps the
+    earlier); a row still to run is not counted, so the choice it leaves stands until then."""
+    r = mt.Recipe()
+    first = ("chosen so far", r, converged_record(r, 40.0), "c")
+    ahead = ("ahead", r, converged_record(r, 41.0), "c")
+    tied = ("tied", r, converged_record(r, 41.0), "c")
+    behind = ("behind", r, converged_record(r, 39.0), "c")
+    pending = ("pending", r, None, "c")
+    assert mt.converged_best([first, behind, ahead, tied, pending]) == 2
+    assert mt.converged_best([first, behind, pending]) == 0
+    assert mt.converged_best([first]) == 0
+
+
+def test_the_published_recipe_at_its_batch_goes_to_convergence_whatever_its_hour(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """published-8192 (the published run's recipe and batch) is out at 60 minutes and not ahead
+    per update by the rule, on the committed records, yet the hour round trains it to
+    convergence (AS_PUBLISHED); without that door it would not; while its run is to come, the
+    converged final chosen before stands (mid)."""
+    trials = mt.read_trials(mt.TRIALS_FILE)
+    _, chosen, _ = mt.plan(trials, M)
+    assert chosen is not None
+    hour_rows, _, _ = mt.hour_plan(chosen, trials)
+    row = next(x for x in hour_rows if x[0] == "published-8192")
+    assert row[1] == mt.Recipe("small", 8192, 2.53, 2000, "rsqrt", 0.3, 10000)
+    assert row[2][0] is not None
+    assert row[2][0]["steps"] == 3807
+    rows, best, missing = mt.hour_converged_plan(chosen, trials)
+    assert mt.out_of_hour(hour_rows[0], row)
+    assert not mt.leads_per_update(rows[0][2], row[2][0])
+    assert "published-8192" in [x[0] for x in rows]
+    assert mt.AS_PUBLISHED == ("published-8192",)
+    if best is None:  # its run to convergence is still to come
+        assert missing == [dataclasses.replace(row[1], seed=1)]
+        assert rows[mt.converged_best(rows)][0] == "mid"
+        md = mt.hour_markdown(chosen, trials)
+        assert "Chosen on valid: not yet, 1 trial(s) to run; until then, mid stands." in md
+    assert (
+        "published-8192: trained to convergence whatever its hour, the published run's recipe"
+        in mt.hour_markdown(chosen, trials)
+    )
+    monkeypatch.setattr(mt, "AS_PUBLISHED", ())
+    assert "published-8192" not in [x[0] for x in mt.hour_converged_plan(chosen, trials)[0]]
