@@ -562,6 +562,9 @@ def test_dead_relu_counts_the_units_that_never_fire_on_valid(explore_model: Path
     assert not dec[1][:3].any()
     assert dec[1][3:].all()
     assert [f.numel() for f in enc + dec] == [model.config.d_ff] * 4
+    # a stride that skips the latest checkpoint still reports it, last
+    steps = [c["step"] for c in dead_relu.dead_units(run, 3, 1)["checkpoints"]]
+    assert steps == [50, 150]
 
 
 def test_dead_relu_reports_each_checkpoint_and_refuses_bad_input(explore_model, tmp_path) -> None:
