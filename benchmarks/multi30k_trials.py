@@ -475,6 +475,8 @@ def final_as_trial(path: Path) -> dict | None:
         "training_minutes": final["training_minutes"],
         "curve": final.get("curve", []),
     }
+    if "machine" in final:
+        record["machine"] = final["machine"]
     if "decode" in final:
         record["decode"] = {"beam": final["decode"]["beam"], "alpha": final["decode"]["alpha"]}
     return with_decode_round(record, path.name, path.parent)
@@ -588,6 +590,10 @@ HOUR_CANDIDATES: tuple[tuple[str, Recipe], ...] = (
 # an hour on 2 cores gives it 3,807, still at 3.6e-3 of its rate, so neither its 60-minute figure
 # nor a comparison update for update against batches a quarter its size says where it ends.
 AS_PUBLISHED = ("published-8192",)
+# A 60-minute trial is set against 60-minute finals, so it needs a machine as fast as theirs:
+# below this share of the slower final's fp32 matmul peak, an hour trains too few of its updates
+# (the finals' machines measured 322 and 344 GFLOP/s, the AMD EPYC of the first trials 214)
+LIKE_MACHINE = 0.85
 HOUR_BEGIN = "<!-- hour: benchmarks/multi30k_trials.py --docs -->"
 HOUR_END = "<!-- /hour -->"
 
@@ -685,6 +691,38 @@ def out_of_hour(first: HourRow, row: HourRow) -> bool:
     if any(f is None for f in figures):
         return False
     return score(row[2][0]) < min(figures)  # type: ignore[type-var]
+
+
+def unlike_machine(first: HourRow, peak: Callable[[], float]) -> str | None:
+    """Why a 60-minute trial here cannot be set against FIRST's finals, or None: this
+    machine's fp32 matmul peak (PEAK(), in GFLOP/s, measured only when a final recorded its
+    own) is below LIKE_MACHINE of the slower final's, so an hour here is fewer updates than
+    theirs and the trial would not do equal work."""
+    peaks = [
+        rec["machine"]["matmul_peak_gflops"]
+        for rec in first[2]
+        if rec is not None and rec.get("machine", {}).get("matmul_peak_gflops")
+    ]
+    if not peaks:
+        return None
+    here, slower = peak(), min(peaks)
+    if here >= LIKE_MACHINE * slower:
+        return None
+    return (
+        f"this machine's fp32 matmul peak is {here:.1f} GFLOP/s, {here / slower:.2f} of the "
+        f"{slower:.1f} of the slower 60-minute final's machine (at least {LIKE_MACHINE:g} "
+        "needed): an hour here trains fewer updates than theirs, so a 60-minute trial would "
+        "not do equal work. Run it on a machine like theirs, or pass --any-machine"
+    )
+
+
+def cpu_peak() -> float:
+    """This machine's fp32 matmul peak in GFLOP/s (aiayn.flops.matmul_peak, current threads)."""
+    import torch
+
+    from aiayn.flops import matmul_peak
+
+    return matmul_peak(torch.device("cpu"), quick=True) / 1e9
 
 
 ConvergedRow = tuple[str, Recipe, dict | None, str]
@@ -957,6 +995,10 @@ def run_hour(recipe: Recipe, args: argparse.Namespace) -> int:
         names = ", ".join(rows[0][3])
         print(f"multi30k_trials: the round before is incomplete ({names} and the converged")
         print("round's choice): run --finals and --converged first")
+        return 2
+    why = None if not missing or args.any_machine else unlike_machine(rows[0], cpu_peak)
+    if why:
+        print(f"multi30k_trials: {why}")
         return 2
     while missing:  # the 60-minute half, candidate by candidate, seed 1 before seed 2
         order = [dataclasses.replace(c, seed=s) for _, c in HOUR_CANDIDATES for s in FINAL_SEEDS]
@@ -1640,6 +1682,11 @@ def main(argv: list[str] | None = None) -> int:
         help="after --converged: 60-minute trials of other recipes on valid; a winner's finals",
     )
     ap.add_argument(
+        "--any-machine",
+        action="store_true",
+        help="with --hour: run 60-minute trials on a machine slower than the finals' too",
+    )
+    ap.add_argument(
         "--decode",
         action="store_true",
         help="after --hour: beam and alpha chosen on valid for the finals; test2016 once each",
@@ -1665,6 +1712,8 @@ def main(argv: list[str] | None = None) -> int:
             "--finals, --converged, --hour, --decode and --literature run one after the other: "
             "pass one"
         )
+    if args.any_machine and not args.hour:
+        ap.error("--any-machine goes with --hour (its 60-minute trials)")
     path = Path(args.trials_file)
     if args.docs:
         write_docs(

@@ -17,6 +17,13 @@ import multi30k_trials as mt  # noqa: E402
 M = 20.0
 
 
+@pytest.fixture(autouse=True)
+def finals_like_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The machine running the tests measures as fast as the finals' (330 GFLOP/s in
+    final_record): the hour round's machine check (unlike_machine) does not depend on it."""
+    monkeypatch.setattr(mt, "cpu_peak", lambda: 330.0)
+
+
 def fake(recipe: mt.Recipe) -> float:
     """A made-up valid sacreBLEU: small shape, 2048 tokens, dropout 0.3 and seed 2 help."""
     s = 30.0 + {"tiny": 0.0, "mid": 1.0, "small": 2.0}[recipe.shape]
@@ -775,7 +782,12 @@ def test_the_hour_round_trains_two_seeds_on_valid_then_tests_a_winners_trials_on
             json.dumps(final_record(valid))
         )
     assert mt.chosen_recipe(path, conv, results, M) == chosen  # the round is not complete
-    assert mt.main(common) == 0
+    monkeypatch.setattr(mt, "cpu_peak", lambda: 214.0)  # a machine slower than the finals'
+    assert mt.main(common) == 2
+    assert "is 214.0 GFLOP/s, 0.65 of the 330.0 of the slower" in capsys.readouterr().out
+    assert calls == []  # no trial of 60 minutes on it, unless asked
+    assert mt.main([*common, "--any-machine"]) == 0
+    monkeypatch.setattr(mt, "cpu_peak", lambda: 330.0)
     assert ["--no-test" in c for c in calls] == [True, True, False, False, True, False]
     assert ["--steps" in c for c in calls] == [False, False, False, False, True, True]
     assert [c[c.index("--seed") + 1] for c in calls] == ["1", "2", "1", "2", "1", "1"]
@@ -864,6 +876,34 @@ def test_the_hour_round_trains_two_seeds_on_valid_then_tests_a_winners_trials_on
         "39.00 after 8,000 (beam 4, alpha 0.6)."
     ) in table
     assert mt.chosen_recipe(path, conv, results, M) == chosen  # the 60-minute choice stands
+
+
+def test_a_60_minute_trial_needs_a_machine_as_fast_as_the_finals() -> None:
+    """unlike_machine: a machine whose fp32 matmul peak is below LIKE_MACHINE of the slower
+    final's gives a 60-minute trial fewer updates than the finals had, so the round says why
+    and runs none; the peak is measured only when a final recorded its own."""
+    finals = [
+        {"machine": {"matmul_peak_gflops": 344.1}},
+        {"machine": {"matmul_peak_gflops": 322.3}},
+    ]
+    first = ("chosen so far", mt.Recipe(), finals, [])
+    assert mt.unlike_machine(first, lambda: 300.0) is None  # 0.93 of the slower
+    assert mt.unlike_machine(first, lambda: 0.85 * 322.3) is None  # the bound itself is like
+    why = mt.unlike_machine(first, lambda: 214.0)
+    assert why is not None
+    assert why.startswith("this machine's fp32 matmul peak is 214.0 GFLOP/s, 0.66 of the 322.3")
+    assert why.endswith("or pass --any-machine")
+    measured: list[int] = []
+
+    def peak() -> float:
+        measured.append(1)
+        return 1.0
+
+    unknown = ("chosen so far", mt.Recipe(), [{"steps": 15000}, None], [])
+    assert mt.unlike_machine(unknown, peak) is None
+    assert measured == []
+    with pytest.raises(SystemExit):  # it belongs to --hour
+        mt.main(["--any-machine", "--plan"])
 
 
 def test_a_recipe_out_at_60_minutes_may_lead_per_update() -> None:
