@@ -32,6 +32,11 @@ stages could not judge (a slow start that may pay within the hour), two seeds ea
 60-minute finals of the recipe chosen so far, whose valid figures were recorded before their
 test was read. The higher mean of two seeds' valid figures wins; a new winner's two trials are
 made its finals, each scoring test2016 once (multi30k-final-60min-{TAG}-seed1.json, ...).
+Its runs to convergence outlast a session: one stopped before it converges is recorded where it
+stands (its updates, minutes and valid checks so far, the machine) in benchmarks/results/
+multi30k-converged-progress.json, by --hour itself or by `--progress` for one stopped outside
+it, and the next --hour resumes it where the machine kept its run (else from update 0: a new
+attempt, the lost one kept on record).
 
 `--decode` is the fourth: the paper chose beam 4 and alpha 0.6 on its development set (section
 6.1); this round does the same for Multi30k. Each final of the recipe chosen (two 60-minute
@@ -890,8 +895,20 @@ def _hour_converged_markdown(
         "| valid sacreBLEU by last N averaged | latest checkpoint alone at each check |",
         "|---|---|---|---|---|---|---|",
     ]
+    progress = read_progress(results / PROGRESS_NAME)
+    running: list[str] = []
     for tag, r, rec, where in rows:
         flags = " ".join(r.flags()[:-2])
+        attempts = progress.get(converged_name(r), []) if rec is None else []
+        if attempts:  # stopped before convergence: where its latest run stands
+            a = attempts[-1]
+            checks = f" {curve_cells(a)}" if a["curve"] else ""
+            out.append(
+                f"| {tag} | `{flags}` | in progress | {a['steps']:,} "
+                f"| {a['training_minutes']:.1f} | |{checks} |"
+            )
+            running += progress_lines(tag, attempts)
+            continue
         if rec is None:
             out.append(f"| {tag} | `{flags}` | to run | | | | |")
             continue
@@ -907,6 +924,7 @@ def _hour_converged_markdown(
             f"{', '.join(left_out)}."
         )
     out += _per_update_lines(recipe, trials, results, converged_trials, rows)
+    out += running
     published = [tag for tag in AS_PUBLISHED if tag in [row[0] for row in rows]]
     if published:
         out.append(
@@ -1036,7 +1054,10 @@ def run_hour(recipe: Recipe, args: argparse.Namespace) -> int:
             cmd.append("--resume")
         cmd += ["--no-test", "--record", converged_name(r), "--trials-file", str(conv_file)]
         print(f"converged trial: {converged_name(r)}", flush=True)
-        if subprocess.call(cmd) != 0:
+        status = subprocess.call(cmd)
+        if converged_name(r) not in read_trials(conv_file):  # stopped: its progress recorded
+            snapshot_progress(converged_name(r), run, results / PROGRESS_NAME)
+        if status != 0:
             print(f"multi30k_trials: the converged trial failed: {converged_name(r)}")
             return 1
     assert cbest is not None
@@ -1134,7 +1155,7 @@ def run_converged(recipe: Recipe, args: argparse.Namespace) -> int:
 def converged_command(recipe: Recipe, tag: str, args: argparse.Namespace) -> list[str]:
     """benchmarks/multi30k.py training RECIPE to convergence in m30k-converged-{TAG} beside
     --runs (resumed if that run exists); a trial adds --no-test --record NAME."""
-    run = Path(args.runs).parent / f"m30k-converged-{tag}"
+    run = converged_run(tag, args)
     data = data_dir(args, recipe.vocab_size, recipe.lowercase)
     cmd = [sys.executable, str(ROOT / "benchmarks" / "multi30k.py"), "--run", str(run)]
     cmd += ["--data", str(data), *CONVERGE, *recipe.flags(), "--average", "1", "3", "5", "10"]
@@ -1143,6 +1164,32 @@ def converged_command(recipe: Recipe, tag: str, args: argparse.Namespace) -> lis
     if args.threads:
         cmd += ["--threads", str(args.threads)]
     return [*cmd, "--resume"] if run.exists() else cmd
+
+
+def converged_run(tag: str, args: argparse.Namespace) -> Path:
+    """Where the recipe TAG trains to convergence: m30k-converged-{TAG} beside --runs."""
+    return Path(args.runs).parent / f"m30k-converged-{tag}"
+
+
+def run_progress(recipe: Recipe, args: argparse.Namespace) -> int:
+    """--progress: record where each of the hour round's runs to convergence still to be
+    recorded stands (snapshot_progress), for a run stopped outside --hour (which records it
+    itself when its run stops)."""
+    results = Path(args.results)
+    trials, conv_file = read_trials(Path(args.trials_file)), Path(args.converged_trials_file)
+    _, _, missing = hour_converged_plan(recipe, trials, results, conv_file)
+    if not missing:
+        print("multi30k_trials: no run to convergence of the hour round is in progress")
+        return 0
+    for r in missing:
+        tag = next(t for t, c in HOUR_CANDIDATES if dataclasses.replace(c, seed=1) == r)
+        run = converged_run(tag, args)
+        entry = snapshot_progress(converged_name(r), run, results / PROGRESS_NAME)
+        if entry is None:
+            print(f"{tag}: {run} holds no checkpoint on this machine; nothing recorded")
+            continue
+        print(f"{tag}: update {entry['steps']:,} recorded in {results / PROGRESS_NAME}")
+    return 0
 
 
 def start_from(trial_run: Path, run: Path) -> bool:
@@ -1159,6 +1206,103 @@ def start_from(trial_run: Path, run: Path) -> bool:
     for name in ("config.json", "metrics.jsonl"):
         shutil.copyfile(trial_run / name, run / name)
     return True
+
+
+PROGRESS_NAME = "multi30k-converged-progress.json"  # in --results, beside the records
+ATTEMPT_FILE = "attempt.txt"  # in a run to convergence: which attempt of its trial it is
+
+
+def read_progress(file: Path) -> dict[str, list[dict]]:
+    """The runs to convergence in progress, by trial name: one entry per attempt (a run
+    directory), in the order they began ({} where FILE is missing)."""
+    if not file.is_file():
+        return {}
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except ValueError:
+        raise SystemExit(f"{file}: not JSON") from None
+    if not isinstance(data, dict) or not all(isinstance(v, list) for v in data.values()):
+        raise SystemExit(f"{file}: not a progress file (trial name -> list of attempts)")
+    return data
+
+
+def _machine() -> dict:
+    """benchmarks/multi30k.py's record of this machine (its fp32 matmul peak measured)."""
+    import multi30k
+
+    return multi30k._machine()
+
+
+def snapshot_progress(
+    name: str, run: Path, file: Path, machine: Callable[[], dict] | None = None
+) -> dict | None:
+    """Record in FILE where RUN, a run to convergence of the trial NAME not yet recorded, stands:
+    its updates, training minutes, the valid checks of its curve so far, its training NLL and
+    the machine. A run keeps one entry (its id in RUN/attempt.txt, made on its first snapshot),
+    so a run that was lost with its machine and began again from update 0 is a new attempt and
+    the lost one stays on record. Written whole, atomically. None (nothing written) where RUN
+    has no checkpoint."""
+    import multi30k
+
+    meta = multi30k._meta(run)
+    if not meta["step"]:
+        return None
+    id_file = run / ATTEMPT_FILE
+    if not id_file.is_file():
+        import uuid
+
+        id_file.write_text(uuid.uuid4().hex[:12] + "\n", encoding="utf-8")
+    curve_file = run / "curve.jsonl"
+    curve = curve_file.read_text(encoding="utf-8").splitlines() if curve_file.is_file() else []
+    from datetime import date
+
+    entry = {
+        "attempt": id_file.read_text(encoding="utf-8").strip(),
+        "steps": int(meta["step"]),
+        "training_minutes": round(float(meta["elapsed_s"]) / 60, 3),
+        "curve": [json.loads(x) for x in curve if x.strip()],
+        "train_nll": multi30k._train_nll(run),
+        "machine": (machine or _machine)(),
+        "date": date.today().isoformat(),
+    }
+    progress = read_progress(file)
+    attempts = progress.setdefault(name, [])
+    same = [i for i, a in enumerate(attempts) if a.get("attempt") == entry["attempt"]]
+    if same:
+        attempts[same[0]] = entry
+    else:
+        attempts.append(entry)
+    tmp = file.with_name(file.name + ".tmp")
+    tmp.write_text(json.dumps(progress, indent=2) + "\n", encoding="utf-8")
+    tmp.replace(file)
+    return entry
+
+
+def progress_lines(tag: str, attempts: list[dict]) -> list[str]:
+    """What docs/training.md says of a run to convergence in progress: where its latest attempt
+    stood when last stopped, at what rate, the earliest update it can stop at by the rule, and
+    the attempts lost with their machine."""
+    last = attempts[-1]
+    machine = last["machine"]
+    rate = last["steps"] / last["training_minutes"] if last["training_minutes"] else 0.0
+    best = max(last["curve"], key=lambda c: (c["valid_sacrebleu"], -c["step"]), default=None)
+    earliest = max(8000, best["step"]) + 2000 if best else 10000
+    line = (
+        f"{tag}: in progress (`{PROGRESS_NAME}`): its run stood at update {last['steps']:,} "
+        f"after {last['training_minutes']:.1f} training minutes when last stopped "
+        f"({last['date']}; {machine['processor']}, {machine['matmul_peak_gflops']:.0f} GFLOP/s, "
+        f"{rate:.0f} updates a minute); by the rule it stops at update {earliest:,} at the "
+        "earliest. A session resumes it with `--hour` where the machine kept its run"
+    )
+    lost = attempts[:-1]
+    if lost:
+        furthest = max(lost, key=lambda a: a["steps"])
+        checks = curve_cells(furthest)
+        line += (
+            f"; {len(lost)} earlier run(s) of it were lost with their machine, the furthest at "
+            f"update {furthest['steps']:,}" + (f" (checks {checks})" if checks else "")
+        )
+    return [line + "."]
 
 
 def run_finals(
@@ -1687,6 +1831,11 @@ def main(argv: list[str] | None = None) -> int:
         help="with --hour: run 60-minute trials on a machine slower than the finals' too",
     )
     ap.add_argument(
+        "--progress",
+        action="store_true",
+        help="record where the hour round's runs to convergence stand (after stopping one)",
+    )
+    ap.add_argument(
         "--decode",
         action="store_true",
         help="after --hour: beam and alpha chosen on valid for the finals; test2016 once each",
@@ -1707,10 +1856,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.minutes <= 0 or args.max_trials < 0:
         ap.error("--minutes must be positive and --max-trials >= 0")
-    if args.finals + args.converged + args.hour + args.decode + args.literature > 1:
+    if args.finals + args.converged + args.hour + args.decode + args.literature + args.progress > 1:
         ap.error(
-            "--finals, --converged, --hour, --decode and --literature run one after the other: "
-            "pass one"
+            "--finals, --converged, --hour, --decode, --literature and --progress run one after "
+            "the other: pass one"
         )
     if args.any_machine and not args.hour:
         ap.error("--any-machine goes with --hour (its 60-minute trials)")
@@ -1726,18 +1875,19 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(f"{DOCS.relative_to(ROOT)}: the trials table written from {path.name}")
         return 0
-    if args.finals or args.converged or args.hour or args.decode or args.literature:
+    stages = {
+        "--finals": (args.finals, run_finals),
+        "--converged": (args.converged, run_converged),
+        "--hour": (args.hour, run_hour),
+        "--decode": (args.decode, run_decode),
+        "--literature": (args.literature, run_literature),
+        "--progress": (args.progress, run_progress),
+    }
+    if any(given for given, _ in stages.values()):
         _, chosen, missing = plan(read_trials(path), args.minutes)
         if chosen is None:
             print(f"multi30k_trials: the search is not finished ({len(missing)} trial(s) to run)")
             return 2
-        stages = {
-            "--finals": (args.finals, run_finals),
-            "--converged": (args.converged, run_converged),
-            "--hour": (args.hour, run_hour),
-            "--decode": (args.decode, run_decode),
-            "--literature": (args.literature, run_literature),
-        }
         flag, stage = next((f, run) for f, (given, run) in stages.items() if given)
         try:
             return stage(chosen, args)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -1288,3 +1289,137 @@ def test_the_published_recipe_at_its_batch_goes_to_convergence_whatever_its_hour
     )
     monkeypatch.setattr(mt, "AS_PUBLISHED", ())
     assert "published-8192" not in [x[0] for x in mt.hour_converged_plan(chosen, trials)[0]]
+
+
+def fake_checkpoint(run: Path, step: int, minutes: float) -> None:
+    """A complete checkpoint of RUN at STEP (the files a reader checks, with their manifest)."""
+    from aiayn import storage
+    from aiayn.run_dir import CHECKPOINT_FILES, META_FILE
+
+    ckpt = run / "checkpoints" / f"step_{step:08d}"
+    ckpt.mkdir(parents=True)
+    for name in CHECKPOINT_FILES:
+        (ckpt / name).write_bytes(b"x")
+    (ckpt / META_FILE).write_text(json.dumps({"step": step, "elapsed_s": minutes * 60}))
+    storage.write_manifest(ckpt, {})
+    (run / "checkpoints" / "latest").write_text(ckpt.name + "\n")
+
+
+def test_a_run_to_convergence_stopped_before_it_converges_is_recorded_where_it_stands(
+    tmp_path: Path,
+) -> None:
+    """snapshot_progress records a stopped run's updates, minutes, checks and machine under its
+    trial's name, one entry per run (its id in RUN/attempt.txt): the same run is updated, a run
+    begun again from update 0 (its machine lost) is a new attempt and the lost one is kept; the
+    hour round's converged table shows the latest attempt in progress, its rate, the earliest
+    update the rule can stop at, and the lost runs. A run without a checkpoint records nothing;
+    a damaged progress file is one line naming it."""
+    trials = mt.read_trials(mt.TRIALS_FILE)
+    _, chosen, _ = mt.plan(trials, M)
+    assert chosen is not None
+    results = tmp_path / "results"
+    shutil.copytree(mt.RESULTS, results)
+    (results / mt.PROGRESS_NAME).unlink(missing_ok=True)
+    conv = results / mt.CONVERGED_TRIALS.name
+    _, best, missing = mt.hour_converged_plan(chosen, trials, results, conv)
+    if best is not None:  # published-8192 recorded: pretend it is not, to see it in progress
+        published = dict(mt.HOUR_CANDIDATES)["published-8192"]
+        rec = mt.converged_name(dataclasses.replace(published, seed=1))
+        conv.write_text("".join(x + "\n" for x in conv.read_text().splitlines() if rec not in x))
+        missing = mt.hour_converged_plan(chosen, trials, results, conv)[2]
+    name = mt.converged_name(missing[0])
+    file, run = results / mt.PROGRESS_NAME, tmp_path / "m30k-converged-published-8192"
+    machine = {"processor": "AMD EPYC", "matmul_peak_gflops": 214.4}
+    assert mt.snapshot_progress(name, run, file, lambda: machine) is None  # nothing yet
+    assert not file.exists()
+    fake_checkpoint(run, 4000, 80.0)
+    (run / "metrics.jsonl").write_text(
+        json.dumps({"event": "train", "step": 4000, "nll": 1.5}) + "\n"
+    )
+    first = mt.snapshot_progress(name, run, file, lambda: machine)
+    assert first is not None
+    assert (first["steps"], first["training_minutes"], first["curve"]) == (4000, 80.0, [])
+    assert first["train_nll"] == {"4000": 1.5}
+    fake_checkpoint(run, 9000, 180.0)
+    (run / "curve.jsonl").write_text(
+        json.dumps({"step": 8000, "valid_sacrebleu": 39.62})
+        + "\n"
+        + json.dumps({"step": 9000, "valid_sacrebleu": 39.5})
+        + "\n"
+    )
+    mt.snapshot_progress(name, run, file, lambda: machine)
+    attempts = mt.read_progress(file)[name]
+    assert len(attempts) == 1  # the same run, updated
+    assert attempts[0]["attempt"] == (run / mt.ATTEMPT_FILE).read_text().strip()
+    assert (attempts[0]["steps"], len(attempts[0]["curve"])) == (9000, 2)
+    shutil.rmtree(run)  # its machine lost: the next session begins again from update 0
+    fake_checkpoint(run, 3000, 60.0)
+    mt.snapshot_progress(name, run, file, lambda: machine)
+    attempts = mt.read_progress(file)[name]
+    assert [a["steps"] for a in attempts] == [9000, 3000]
+    table = mt.hour_markdown(chosen, trials, results, conv)
+    flags = " ".join(missing[0].flags()[:-2])
+    assert f"| published-8192 | `{flags}` | in progress | 3,000 | 60.0 | | |" in table
+    assert (
+        "published-8192: in progress (`multi30k-converged-progress.json`): its run stood at update "
+        f"3,000 after 60.0 training minutes when last stopped ({attempts[-1]['date']}; AMD EPYC, "
+        "214 GFLOP/s, 50 updates a minute); by the rule it stops at update 10,000 at the "
+        "earliest. A session resumes it with `--hour` where the machine kept its run; 1 earlier "
+        "run(s) of it were lost with their machine, the furthest at update 9,000 (checks 8,000: "
+        "39.62, 9,000: 39.50)."
+    ) in table
+    assert "Chosen on valid: not yet, 1 trial(s) to run; until then, mid stands." in table
+    file.write_text("[1, 2]")
+    with pytest.raises(SystemExit, match="not a progress file"):
+        mt.read_progress(file)
+    file.write_text("{")
+    with pytest.raises(SystemExit, match=r"progress\.json: not JSON"):
+        mt.hour_markdown(chosen, trials, results, conv)
+
+
+def test_the_hour_round_records_a_run_to_convergence_that_stops_where_it_stands(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run to convergence stopped before it converges (a session's end: SIGTERM saves a
+    checkpoint, benchmarks/multi30k.py exits non-zero) is recorded by --hour where it stands;
+    --progress records one stopped outside --hour, and says so where there is nothing."""
+    results = tmp_path / "results"
+    shutil.copytree(mt.RESULTS, results)
+    (results / mt.PROGRESS_NAME).unlink(missing_ok=True)
+    conv = results / mt.CONVERGED_TRIALS.name
+    runs = tmp_path / "runs" / "m30k-trials"
+    common = ["--trials-file", str(mt.TRIALS_FILE), "--converged-trials-file", str(conv)]
+    common += ["--results", str(results), "--runs", str(runs)]
+    trials = mt.read_trials(mt.TRIALS_FILE)
+    _, chosen, _ = mt.plan(trials, M)
+    assert chosen is not None
+    missing = mt.hour_converged_plan(chosen, trials, results, conv)[2]
+    if not missing:
+        pytest.skip("every run to convergence of the hour round is recorded")
+    machine = {"processor": "AMD EPYC", "matmul_peak_gflops": 214.4}
+    monkeypatch.setattr(mt, "_machine", lambda: machine)
+    calls: list[list[str]] = []
+
+    def stopped(cmd: list[str]) -> int:  # trained 2,500 updates, then SIGTERM
+        calls.append(cmd)
+        fake_checkpoint(Path(cmd[cmd.index("--run") + 1]), 2500, 50.0)
+        return 1
+
+    monkeypatch.setattr(mt.subprocess, "call", stopped)
+    assert mt.main([*common, "--hour"]) == 1
+    assert "the converged trial failed" in capsys.readouterr().out
+    assert len(calls) == 1
+    assert "--steps" in calls[0]
+    name = mt.converged_name(missing[0])
+    assert [a["steps"] for a in mt.read_progress(results / mt.PROGRESS_NAME)[name]] == [2500]
+    run = Path(calls[0][calls[0].index("--run") + 1])
+    fake_checkpoint(run, 2600, 52.0)  # trained on outside --hour, then stopped
+    assert mt.main([*common, "--progress"]) == 0
+    assert "published-8192: update 2,600 recorded in" in capsys.readouterr().out
+    assert [a["steps"] for a in mt.read_progress(results / mt.PROGRESS_NAME)[name]] == [2600]
+    shutil.rmtree(run)
+    assert mt.main([*common, "--progress"]) == 0
+    assert "holds no checkpoint on this machine; nothing recorded" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        mt.main([*common, "--progress", "--hour"])
+    assert "run one after the other: pass one" in capsys.readouterr().err
