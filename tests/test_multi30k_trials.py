@@ -1420,6 +1420,9 @@ def test_the_hour_round_records_a_run_to_convergence_that_stops_where_it_stands(
     shutil.rmtree(run)
     assert mt.main([*common, "--progress"]) == 0
     assert "holds no checkpoint on this machine; nothing recorded" in capsys.readouterr().out
+    monkeypatch.setattr(mt, "AS_PUBLISHED", ())  # no run to convergence left to record
+    assert mt.main([*common, "--progress"]) == 0
+    assert "no run to convergence of the hour round is in progress" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         mt.main([*common, "--progress", "--hour"])
     assert "run one after the other: pass one" in capsys.readouterr().err
