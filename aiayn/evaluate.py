@@ -4,10 +4,17 @@ Three BLEU flavours are not interchangeable (on the same output, tokenized and d
 differ by about 0.7 to 1.5 points):
 
 - ``sacre_bleu``: corpus BLEU of the *detokenized* output against the raw references, with
-  sacreBLEU's signature. The headline number.
-- ``chrf``: sacreBLEU's chrF2 of the same text, with its signature.
+  sacreBLEU's signature. The headline number. Words are cut with the tokenizer of the target
+  language, ``bleu_tokenizer(lang)``: ``zh`` for Chinese, ``ja-mecab`` and ``ko-mecab`` for
+  Japanese and Korean where MeCab is installed (else ``char``), and 13a, sacreBLEU's default,
+  for every other language and an unknown one (en, de, fr: every EN-DE figure here). The
+  signature names it (``tok:zh``): 13a would score a Chinese sentence, written without spaces,
+  as one word, so that one wrong character makes the whole sentence wrong.
+- ``chrf``: sacreBLEU's chrF2 of the same text, with its signature: character n-grams, the same
+  for every language.
 - ``lowercase_bleu``: sacreBLEU of the same text, lowercased (signature ``case:lc``, 13a): near
-  the Multi30k papers' flavour, not it (13a keeps "McDonald's" whole, Moses splits it).
+  the Multi30k papers' flavour, not it (13a keeps "McDonald's" whole, Moses splits it). With the
+  target language's tokenizer, as ``sacre_bleu``.
 - ``moses_bleu``: the Multi30k papers' flavour itself: both sides lowercased, punctuation
   normalized and tokenized as the Multi30k repository's ``task1-tokenize.sh`` does with the Moses
   scripts (here their port, sacremoses), then BLEU on those tokens without smoothing, as
@@ -18,6 +25,10 @@ differ by about 0.7 to 1.5 points):
   ("rich-text" -> "rich ##AT##-##AT## text"), then BLEU on those tokens without smoothing, as
   multi-bleu.perl computes it. Labelled as such wherever it is shown.
 
+The last two are flavours of European-language papers: their tokenizers (Moses', 13a) split
+at spaces and punctuation only, so ``score_texts`` leaves them out, saying why, for a target
+whose BLEU tokenizer is not 13a (Chinese, Japanese, Korean).
+
 Also the perplexity of the references under the model (teacher-forced, per target token, EOS
 included, padding excluded), the quantity of Table 3's PPL column.
 
@@ -25,6 +36,8 @@ included, padding excluded), the quantity of Table 3's PPL column.
 'a rich ##AT##-##AT## text format , well ##AT##-##AT## known'
 >>> round(paper_bleu(["the rich-text format"], ["the rich-text format"]), 1)
 100.0
+>>> bleu_tokenizer("zh"), bleu_tokenizer("de"), bleu_tokenizer(None)
+('zh', '13a', '13a')
 """
 
 from __future__ import annotations
@@ -58,36 +71,87 @@ PAPER_BLEU_LABEL = (
     "tokenized BLEU, 13a + compound splitting (paper-compatible flavour, not sacreBLEU)"
 )
 _COMPOUND = re.compile(r"(\S)-(\S)")
+# The tokenizer sacreBLEU itself picks for a target language written without spaces between
+# words (BLEU(trg_lang=...)), the one WMT's Chinese, Japanese and Korean figures use.
+_SPACELESS = {"zh": "zh", "ja": "ja-mecab", "ko": "ko-mecab"}
+# The same languages under their ISO 639-2/639-3 codes (Tatoeba's, e.g. cmn for Mandarin).
+_LANG_ALIASES = {
+    **dict.fromkeys(("zho", "chi", "cmn", "yue", "wuu", "lzh"), "zh"),
+    "jpn": "ja",
+    "kor": "ko",
+}
 
 
-def sacre_bleu(hyps: Sequence[str], refs: Sequence[str]) -> tuple[float, str]:
-    """(corpus BLEU, signature) of detokenized text; sacreBLEU's defaults (13a, exp smoothing)."""
+@functools.cache
+def _tokenizer_works(name: str) -> bool:
+    """Whether sacreBLEU can build the tokenizer here (MeCab's need ``sacrebleu[ja]``/``[ko]``)."""
     from sacrebleu.metrics import BLEU
 
-    metric = BLEU()
+    try:
+        BLEU(tokenize=name)
+    except (ImportError, RuntimeError, AssertionError, OSError):
+        return False
+    return True
+
+
+def bleu_tokenizer(lang: str | None) -> str:
+    """lang -> sacreBLEU's tokenizer: zh, ja-mecab, ko-mecab, else 13a.  Section 6.1's BLEU.
+
+    lang is the target language's code (ISO 639-1 or -3, a region allowed: "zh", "cmn",
+    "zh-TW"); None (unknown) gives 13a, sacreBLEU's default. Japanese and Korean use MeCab
+    where it is installed (``pip install "sacrebleu[ja]"`` or ``"sacrebleu[ko]"``); without it
+    ``char`` (every character a word), which the signature names (``tok:char``), so that a
+    figure says how it was made.
+    """
+    if lang is None:
+        return "13a"
+    code = re.split(r"[-_]", lang.strip().lower(), maxsplit=1)[0]
+    name = _SPACELESS.get(_LANG_ALIASES.get(code, code), "13a")
+    if name.endswith("-mecab") and not _tokenizer_works(name):
+        return "char"
+    return name
+
+
+def sacre_bleu(
+    hyps: Sequence[str], refs: Sequence[str], lang: str | None = None
+) -> tuple[float, str]:
+    """(corpus BLEU, signature) of detokenized text; sacreBLEU's defaults but the tokenizer.
+
+    The tokenizer is the target language's, ``bleu_tokenizer(lang)`` (13a when lang is None),
+    with exponential smoothing; the signature names it.
+    """
+    from sacrebleu.metrics import BLEU
+
+    metric = BLEU(tokenize=bleu_tokenizer(lang))
     score = metric.corpus_score(list(hyps), [list(refs)])
     return score.score, str(metric.get_signature())
 
 
-def lowercase_bleu(hyps: Sequence[str], refs: Sequence[str]) -> tuple[float, str]:
-    """(corpus BLEU, signature) of lowercased, 13a-tokenized text: near the Multi30k flavour.
+def lowercase_bleu(
+    hyps: Sequence[str], refs: Sequence[str], lang: str | None = None
+) -> tuple[float, str]:
+    """(corpus BLEU, signature) of lowercased text (13a for en, de): near the Multi30k flavour.
 
     An approximation of what Multi30k papers report: 13a is not Moses' tokenizer (it keeps
     apostrophes inside words, splits "3." and knows no abbreviations); ``moses_bleu`` is the
-    flavour itself.
+    flavour itself. The tokenizer is the target language's, ``bleu_tokenizer(lang)``: 13a for
+    en, de, fr and an unknown language.
 
     >>> round(lowercase_bleu(["A Dog runs ."], ["a dog runs ."])[0], 1)
     100.0
     """
     from sacrebleu.metrics import BLEU
 
-    metric = BLEU(lowercase=True)
+    metric = BLEU(lowercase=True, tokenize=bleu_tokenizer(lang))
     score = metric.corpus_score(list(hyps), [list(refs)])
     return score.score, str(metric.get_signature())
 
 
 def chrf(hyps: Sequence[str], refs: Sequence[str]) -> tuple[float, str]:
-    """(corpus chrF2, signature) of detokenized text (sacreBLEU)."""
+    """(corpus chrF2, signature) of detokenized text (sacreBLEU).
+
+    Character n-grams (spaces ignored): no tokenizer, the same for every target language.
+    """
     from sacrebleu.metrics import CHRF
 
     metric = CHRF()
@@ -229,19 +293,34 @@ def score_texts(
 ) -> dict[str, Any]:
     """sacreBLEU (headline), chrF, lowercased, Moses and paper-compatible BLEU of the texts.
 
-    lang: the references' language, for Moses' tokenizer; None: ``MOSES_FALLBACK_LANG``
-    (tokenizer.perl's default), and the report says so ("lang_given": false).
+    lang: the references' language, for the BLEU tokenizer (``bleu_tokenizer``) and Moses'
+    tokenizer; None: 13a, and ``MOSES_FALLBACK_LANG`` (tokenizer.perl's default), which the
+    report says ("lang_given": false). For a target whose BLEU tokenizer is not 13a (zh, ja,
+    ko) the Moses and paper-compatible flavours, made for European languages, are left out:
+    "skipped" says why.
     """
     if len(hyps) != len(refs):
         raise ValueError(f"score_texts: {len(hyps)} hypotheses but {len(refs)} references")
-    bleu, bleu_sig = sacre_bleu(hyps, refs)
+    bleu, bleu_sig = sacre_bleu(hyps, refs, lang)
     chr_f, chrf_sig = chrf(hyps, refs)
-    lc, lc_sig = lowercase_bleu(hyps, refs)
-    moses_lang = MOSES_FALLBACK_LANG if lang is None else lang
-    return {
+    lc, lc_sig = lowercase_bleu(hyps, refs, lang)
+    tok = bleu_tokenizer(lang)
+    lc_label = LOWERCASE_BLEU_LABEL if tok == "13a" else f"lowercased sacreBLEU, tok:{tok}"
+    report: dict[str, Any] = {
         "sacrebleu": {"score": bleu, "signature": bleu_sig},
         "chrf": {"score": chr_f, "signature": chrf_sig},
-        "lowercase_bleu": {"score": lc, "signature": lc_sig, "label": LOWERCASE_BLEU_LABEL},
+        "lowercase_bleu": {"score": lc, "signature": lc_sig, "label": lc_label},
+    }
+    if tok != "13a":
+        why = (
+            f"not computed for {lang}: a flavour of European-language papers, whose tokenizer "
+            f"(Moses', 13a) cuts words at spaces and punctuation only; sacreBLEU with tok:{tok} "
+            "and chrF2 are the figures"
+        )
+        return {**report, "skipped": {"moses_bleu": why, "paper_bleu": why}}
+    moses_lang = MOSES_FALLBACK_LANG if lang is None else lang
+    return {
+        **report,
         "moses_bleu": {
             "score": moses_bleu(hyps, refs, moses_lang),
             "label": MOSES_BLEU_LABEL,
@@ -255,15 +334,21 @@ def score_texts(
 
 
 def greedy_bleu(
-    model: Transformer, tokenizer: Any, sources: Sequence[str], references: Sequence[str]
+    model: Transformer,
+    tokenizer: Any,
+    sources: Sequence[str],
+    references: Sequence[str],
+    lang: str | None = None,
 ) -> float:
     """sacreBLEU of greedy translations (beam 1, max length |X| + 50).  Section 6.1.
 
-    The validation BLEU of ``aiayn train --valid-bleu``: ``train(..., bleu=greedy_bleu)``.
+    The validation BLEU of ``aiayn train --valid-bleu``: ``train(..., bleu=greedy_bleu)``, or
+    ``functools.partial(greedy_bleu, lang=...)`` with the references' language (its
+    ``bleu_tokenizer``; None: 13a), as the CLI passes the prepared data's target language.
     """
     translator = Translator(model, tokenizer, DecodeConfig(beam=1, nbest=1))
     hyps = [nbest[0][0] for nbest in translator.translate(list(sources))]
-    return sacre_bleu(hyps, references)[0]
+    return sacre_bleu(hyps, references, lang)[0]
 
 
 def evaluate(
@@ -275,8 +360,8 @@ def evaluate(
     """Translate sources, then every figure: BLEU flavours, chrF, reference PPL, speed.
 
     ``translator`` is an ``aiayn.translator.Translator``; lang the references' language (for
-    the Moses BLEU, see ``score_texts``). Returns a JSON-ready dict; the hypotheses are under
-    "hypotheses".
+    the BLEU tokenizer and the Moses BLEU, see ``score_texts``). Returns a JSON-ready dict; the
+    hypotheses are under "hypotheses".
     """
     if len(sources) != len(references):
         raise ValueError(f"evaluate: {len(sources)} sources but {len(references)} references")

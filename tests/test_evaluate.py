@@ -15,8 +15,10 @@ from aiayn.cli import main
 from aiayn.config import DecodeConfig
 from aiayn.data import EOS, Tokenizer
 from aiayn.evaluate import (
+    LOWERCASE_BLEU_LABEL,
     MOSES_BLEU_LABEL,
     PAPER_BLEU_LABEL,
+    bleu_tokenizer,
     chrf,
     compound_split,
     evaluate,
@@ -31,6 +33,7 @@ from aiayn.evaluate import (
 )
 from aiayn.translator import load_translator
 from aiayn.weights import save_model
+from tests.zh_support import prepare_en_zh
 
 SRC = ["a dog runs .", "two men play football .", "a cat", ""]
 REF = ["ein Hund rennt .", "zwei Männer spielen Fußball .", "eine Katze", ""]
@@ -339,3 +342,123 @@ def test_score_texts_reports_moses_bleu_with_its_language() -> None:
     fallback = score_texts(hyps, refs)["moses_bleu"]
     assert (fallback["lang"], fallback["lang_given"]) == ("en", False)
     assert "MosesTokenizer(lang='en')" in fallback["tokenizer"]
+
+
+# A Chinese reference and a hypothesis with one character changed (跑步 "run" -> 散步 "walk").
+ZH_REF = ["我们今天去公园跑步。", "他在北京大学学习汉语，很喜欢这个城市。"]
+ZH_HYP = ["我们今天去公园散步。", "他在北京大学学习汉语，很喜欢这个城市。"]
+
+
+def test_chinese_is_scored_with_the_zh_tokenizer() -> None:
+    # 13a cuts at spaces (and punctuation), so a Chinese sentence is one or two "words": the
+    # changed character makes the whole first sentence wrong and BLEU falls near 0 ...
+    one_char, sig = sacre_bleu(ZH_HYP[:1], ZH_REF[:1], "zh")
+    assert 30.0 < one_char < 90.0  # ... zh cuts every Han character: one wrong of ten
+    assert "tok:zh" in sig
+    as_13a, sig_13a = sacre_bleu(ZH_HYP[:1], ZH_REF[:1])
+    assert as_13a < 5.0
+    assert "tok:13a" in sig_13a
+    corpus, _ = sacre_bleu(ZH_HYP, ZH_REF, "zh")
+    assert one_char < corpus < 100.0
+    assert sacre_bleu(ZH_REF, ZH_REF, "zh")[0] == pytest.approx(100.0)
+    # The same tokenizer under Tatoeba's code for Mandarin, and with a region.
+    assert sacre_bleu(ZH_HYP, ZH_REF, "cmn") == sacre_bleu(ZH_HYP, ZH_REF, "zh-TW")
+    assert sacre_bleu(ZH_HYP, ZH_REF, "cmn")[0] == pytest.approx(corpus)
+    # chrF counts characters: no tokenizer, the same figure for any language.
+    assert 50.0 < chrf(ZH_HYP[:1], ZH_REF[:1])[0] < 100.0
+
+
+def test_bleu_tokenizer_for_each_target_language(monkeypatch) -> None:
+    import aiayn.evaluate
+
+    for lang in ("en", "de", "fr", "DE", "en-GB", "xx", "th", None):
+        assert bleu_tokenizer(lang) == "13a", lang
+    for lang in ("zh", "zh-CN", "zh_Hant", "cmn", "zho", "yue"):
+        assert bleu_tokenizer(lang) == "zh", lang
+    # Japanese and Korean: MeCab where sacreBLEU can build it, else every character a word.
+    monkeypatch.setattr(aiayn.evaluate, "_tokenizer_works", lambda name: True)
+    assert [bleu_tokenizer(x) for x in ("ja", "jpn", "ko", "kor")] == [
+        "ja-mecab",
+        "ja-mecab",
+        "ko-mecab",
+        "ko-mecab",
+    ]
+    monkeypatch.setattr(aiayn.evaluate, "_tokenizer_works", lambda name: False)
+    assert [bleu_tokenizer(x) for x in ("ja", "ko")] == ["char", "char"]
+    monkeypatch.undo()
+    # Here, whatever is installed, the tokenizer named is one sacreBLEU builds and signs.
+    for lang in ("ja", "ko"):
+        _, sig = sacre_bleu(["今日は"], ["今日は"], lang)
+        assert f"tok:{bleu_tokenizer(lang)}|" in sig
+
+
+def test_european_targets_keep_13a_and_their_signatures() -> None:
+    """Every EN-DE figure stays what it was: sacreBLEU's defaults, byte for byte."""
+    from sacrebleu.metrics import BLEU
+
+    for lang in (None, "en", "de", "fr"):
+        for scorer, metric in ((sacre_bleu, BLEU()), (lowercase_bleu, BLEU(lowercase=True))):
+            score, sig = scorer(REF, SRC, lang)
+            assert score == metric.corpus_score(REF, [SRC]).score
+            assert sig == str(metric.get_signature())
+            assert "|tok:13a|" in sig
+    report = score_texts(REF, SRC, "de")
+    assert report["lowercase_bleu"]["label"] == LOWERCASE_BLEU_LABEL
+    assert "skipped" not in report
+    assert {"moses_bleu", "paper_bleu"} <= set(report)
+
+
+def test_score_texts_of_a_chinese_target() -> None:
+    report = score_texts(ZH_HYP, ZH_REF, "zh")
+    assert "tok:zh" in report["sacrebleu"]["signature"]
+    assert report["sacrebleu"]["score"] == pytest.approx(sacre_bleu(ZH_HYP, ZH_REF, "zh")[0])
+    assert report["chrf"]["score"] == pytest.approx(chrf(ZH_HYP, ZH_REF)[0])
+    lc = report["lowercase_bleu"]
+    assert "case:lc|eff:no|tok:zh|" in lc["signature"]
+    assert lc["label"] == "lowercased sacreBLEU, tok:zh"  # not the Multi30k approximation
+    # The European flavours (Moses', 13a's words) are left out, and the report says why.
+    assert "moses_bleu" not in report
+    assert "paper_bleu" not in report
+    assert set(report["skipped"]) == {"moses_bleu", "paper_bleu"}
+    assert "not computed for zh" in report["skipped"]["moses_bleu"]
+    assert "tok:zh" in report["skipped"]["paper_bleu"]
+
+
+def test_cli_evaluate_a_chinese_target(tmp_path, capsys) -> None:
+    # `aiayn prepare --lang-pair en-zh`, a random model on its tokenizer, `aiayn evaluate
+    # --data`: the manifest's target language picks the zh tokenizer, no flag needed.
+    data = prepare_en_zh(tmp_path)
+    tok = Tokenizer.load(data / "tokenizer.json")
+    model = tmp_path / "m.safetensors"
+    save_model(model, tiny(tok.vocab_size), metadata={"tokenizer": tok.to_str()})
+    out, hyps = tmp_path / "r.json", tmp_path / "hyps.txt"
+    argv = ["evaluate", "--checkpoint", str(model), "--data", str(data), "--max-len-b", "3"]
+    assert main([*argv, "--json", str(out), "--hyps", str(hyps)]) == 0
+    table = capsys.readouterr().out
+    assert "|tok:zh|" in table
+    moses = next(line for line in table.splitlines() if "Moses-tokenized BLEU" in line)
+    assert "-  not computed for zh" in moses
+    report = json.loads(out.read_text())
+    assert report["sacrebleu"]["signature"].startswith("nrefs:1|case:mixed|eff:no|tok:zh|")
+    refs = (data / "text" / "test.zh").read_text(encoding="utf-8").splitlines()
+    written = hyps.read_text(encoding="utf-8").split("\n")[:-1]
+    assert report["sacrebleu"]["score"] == pytest.approx(sacre_bleu(written, refs, "zh")[0])
+    assert report["chrf"]["score"] == pytest.approx(chrf(written, refs)[0])
+    assert "moses_bleu" not in report
+    assert "paper_bleu" in report["skipped"]
+
+
+def test_cli_evaluate_chinese_references_without_a_language(tmp_path, ckpt, capsys) -> None:
+    src, ref = write(tmp_path / "s.txt", SRC[:2]), write(tmp_path / "r.txt", ZH_REF)
+    argv = ["evaluate", "--checkpoint", str(ckpt), "--src", str(src), "--ref", str(ref)]
+    assert main([*argv, "--max-len-b", "2"]) == 0
+    captured = capsys.readouterr()
+    assert "tok:13a" in captured.out  # unknown: sacreBLEU's default, and a warning says so
+    assert "look Chinese, Japanese or Korean" in captured.err
+    assert "--tgt-lang" in captured.err
+    assert main([*argv, "--max-len-b", "2", "--tgt-lang", "zh"]) == 0
+    captured = capsys.readouterr()
+    assert "tok:zh" in captured.out
+    assert captured.err == ""
+    assert main(["evaluate", "--checkpoint", str(ckpt), "--src", str(src), "--ref", str(src)]) == 0
+    assert capsys.readouterr().err == ""  # English references: no warning

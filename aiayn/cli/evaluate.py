@@ -1,14 +1,17 @@
 """Score a model on a test set: sacreBLEU, chrF, Moses and paper BLEU, perplexity (section 6.1).
 
 Translates the sources (beam 4, alpha 0.6, input length + 50 by default) and reports:
-  sacreBLEU   corpus BLEU of the detokenized output, with its signature (the headline)
+  sacreBLEU   corpus BLEU of the detokenized output, with its signature (the headline), cut
+              into words by the references' language's tokenizer (tok:zh for Chinese,
+              ja-mecab/ko-mecab or char for Japanese/Korean, 13a otherwise)
   chrF2       sacreBLEU's chrF, with its signature
-  lowercased  sacreBLEU of the lowercased text (13a), near the Multi30k papers' flavour
+  lowercased  sacreBLEU of the lowercased text (same tokenizer), near the Multi30k flavour
   Moses BLEU  lowercased, Moses-tokenized BLEU (sacremoses, tokenizer.perl's defaults for the
               references' language, --tgt-lang), as multi-bleu.perl computes it: the flavour
               of the Multi30k papers; labelled, never comparable with sacreBLEU
   paper BLEU  tokenized BLEU (13a) with compound splitting, the flavour of the paper's Table 2;
-              labelled as such, never comparable with sacreBLEU
+              labelled as such, never comparable with sacreBLEU (these two European flavours
+              are skipped, saying why, for a Chinese, Japanese or Korean target)
   perplexity  of the references under the model, per target token (EOS included)
   speed       sentences translated per second
 as a table, and as JSON with --json FILE. The test set is --data DIR (a prepared corpus, split
@@ -20,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -49,8 +53,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=_lang_code,
         default=None,
         metavar="LANG",
-        help="the references' language, for the Moses-tokenized BLEU (default: the prepared "
-        "data's target language with --data, else en, tokenizer.perl's default)",
+        help="the references' language, for the BLEU tokenizer (zh: tok:zh) and the "
+        "Moses-tokenized BLEU (default: the prepared data's target language with --data, else "
+        "unknown: 13a, and Moses' en)",
     )
     parser.add_argument("--json", metavar="FILE", default=None, help="write the report as JSON")
     parser.add_argument("--hyps", metavar="FILE", default=None, help="write the translations")
@@ -108,10 +113,30 @@ def load_test_set(args: argparse.Namespace) -> tuple[list[str], list[str], Any, 
     return sources, references, tokenizer, lang
 
 
+# Han, kana and Hangul: text that 13a, splitting at spaces, would score a sentence as one word.
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+
+
+def looks_cjk(lines: list[str]) -> bool:
+    """Whether most of the non-space characters of the first 1000 lines are Han, kana, Hangul."""
+    text = re.sub(r"\s", "", "".join(lines[:1000]))
+    return len(_CJK.findall(text)) > len(text) / 2
+
+
 def format_report(report: dict[str, Any]) -> str:
     """The report as a table for the terminal."""
-    d, s, mb = report["decode"], report["speed"], report["moses_bleu"]
-    moses_lang = f"-l {mb['lang']}" + ("" if mb["lang_given"] else " (no --tgt-lang: default)")
+    d, s, skipped = report["decode"], report["speed"], report.get("skipped", {})
+    if "moses_bleu" in report:
+        mb = report["moses_bleu"]
+        lang = f"-l {mb['lang']}" + ("" if mb["lang_given"] else " (no --tgt-lang: default)")
+        moses = (f"{mb['score']:.2f}", f"sacremoses {mb['sacremoses']}, {lang}; {mb['label']}")
+    else:  # a Chinese, Japanese or Korean target: skipped, and why
+        moses = ("-", skipped.get("moses_bleu", ""))
+    paper = report.get("paper_bleu")
+    if paper is not None:
+        paper_row = (f"{paper['score']:.2f}", paper["label"])
+    else:
+        paper_row = ("-", skipped.get("paper_bleu", ""))
     rows = [
         ("sacreBLEU", f"{report['sacrebleu']['score']:.2f}", report["sacrebleu"]["signature"]),
         ("chrF2", f"{report['chrf']['score']:.2f}", report["chrf"]["signature"]),
@@ -120,16 +145,8 @@ def format_report(report: dict[str, Any]) -> str:
             f"{report['lowercase_bleu']['score']:.2f}",
             f"{report['lowercase_bleu']['signature']}; {report['lowercase_bleu']['label']}",
         ),
-        (
-            "Moses-tokenized BLEU",
-            f"{mb['score']:.2f}",
-            f"sacremoses {mb['sacremoses']}, {moses_lang}; {mb['label']}",
-        ),
-        (
-            "paper-compatible BLEU",
-            f"{report['paper_bleu']['score']:.2f}",
-            report["paper_bleu"]["label"],
-        ),
+        ("Moses-tokenized BLEU", *moses),
+        ("paper-compatible BLEU", *paper_row),
         (
             "reference perplexity",
             f"{report['perplexity']['value']:.3f}",
@@ -168,6 +185,13 @@ def run(args: argparse.Namespace) -> int:
     output_file(args.json, "--json")
     output_file(args.hyps, "--hyps")
     sources, references, data_tokenizer, lang = load_test_set(args)
+    if lang is None and looks_cjk(references):
+        print(
+            "aiayn evaluate: warning: the references look Chinese, Japanese or Korean but their "
+            "language is unknown, so BLEU cuts words with 13a (at spaces); give --tgt-lang "
+            "(zh, ja, ko) for that language's tokenizer",
+            file=sys.stderr,
+        )
     translator = translator_from_args(args, fallback_tokenizer=data_tokenizer)
     report = evaluate(translator, sources, references, lang)
     hyps = report.pop("hypotheses")
