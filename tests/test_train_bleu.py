@@ -15,6 +15,7 @@ from aiayn.model import Transformer
 from aiayn.train import TrainData, read_metrics, train
 from aiayn.train.bleu import VALID_BLEU_SENTENCES, valid_bleu
 from aiayn.train.distributed import World
+from tests.zh_support import prepare_en_zh
 
 ROOT = Path(__file__).resolve().parents[1]
 V = 12
@@ -108,6 +109,51 @@ def test_greedy_bleu_translates_and_scores_with_sacrebleu() -> None:
     score = greedy_bleu(model, tok, texts[:2], texts[:2])
     assert isinstance(score, float)
     assert 0.0 <= score <= 100.0
+
+
+def test_greedy_bleu_scores_with_the_target_languages_tokenizer(monkeypatch) -> None:
+    import aiayn.evaluate
+
+    seen = []
+    real = aiayn.evaluate.sacre_bleu
+    monkeypatch.setattr(
+        aiayn.evaluate, "sacre_bleu", lambda h, r, lang=None: seen.append(lang) or real(h, r, lang)
+    )
+    texts = ["a b c", "b c a"]
+    tok = Tokenizer.train(texts, vocab_size=270)
+    cfg = model_preset("tiny", vocab_size=tok.vocab_size, d_model=16, n_heads=2, d_ff=32)
+    model = Transformer(cfg).eval()
+    greedy_bleu(model, tok, texts, texts)
+    greedy_bleu(model, tok, texts, texts, lang="zh")
+    assert seen == [None, "zh"]  # None: 13a, sacreBLEU's default
+
+
+def test_train_cli_scores_a_chinese_target_with_the_zh_tokenizer(tmp_path, monkeypatch) -> None:
+    """`aiayn train --valid-bleu` on EN-ZH data: the manifest's zh reaches the BLEU scorer."""
+    import aiayn.evaluate
+    from aiayn.cli import main
+    from aiayn.train import load_train_data
+
+    data = prepare_en_zh(tmp_path)
+    assert load_train_data(data).tgt_lang == "zh"
+    seen = []
+    real = aiayn.evaluate.sacre_bleu
+
+    def spy(hyps, refs, lang=None):
+        seen.append(lang)
+        return real(hyps, refs, lang)
+
+    monkeypatch.setattr(aiayn.evaluate, "sacre_bleu", spy)
+    run = tmp_path / "run"
+    argv = ["train", "--data", str(data), "--run", str(run), "--preset", "tiny"]
+    argv += ["--d-model", "16", "--n-heads", "2", "--d-ff", "32", "--n-layers", "1"]
+    argv += ["--max-tokens", "400", "--warmup", "10", "--max-steps", "1", "--valid-every", "1"]
+    assert main([*argv, "--valid-bleu", "--no-progress"]) == 0
+    assert seen
+    assert set(seen) == {"zh"}
+    bleu = [e["bleu"] for e in read_metrics(run) if e["event"] == "valid"]
+    assert bleu
+    assert all(0.0 <= b <= 100.0 for b in bleu)
 
 
 def test_training_modules_import_nothing_from_decoding_or_evaluation() -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import math
 import os
 import sys
@@ -271,7 +272,7 @@ def _run(args: argparse.Namespace, run_dir: Path, device: Any, main: bool) -> in
             resume=args.resume,
             runtime=runtime,
             on_event=view,
-            bleu=greedy_bleu,
+            bleu=functools.partial(greedy_bleu, lang=data.tgt_lang),  # its BLEU tokenizer
         )
     finally:
         view.close()

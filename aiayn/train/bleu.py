@@ -6,8 +6,10 @@ signal for the curves. The reported test BLEU comes from ``aiayn evaluate`` (bea
 0.6, averaged checkpoints). Computed on the main process only.
 
 Decoding and scoring live above training (``aiayn.translator``, ``aiayn.evaluate``), so the
-caller passes them in as a ``BleuScorer``: ``train(..., bleu=aiayn.evaluate.greedy_bleu)`` is
-what ``aiayn train --valid-bleu`` does. This module imports nothing from above it.
+caller passes them in as a ``BleuScorer``: ``aiayn train --valid-bleu`` passes
+``functools.partial(aiayn.evaluate.greedy_bleu, lang=data.tgt_lang)``, sacreBLEU with the
+tokenizer of the prepared data's target language (``tok:zh`` for Chinese, 13a for German; see
+``aiayn.evaluate.bleu_tokenizer``). This module imports nothing from above it.
 """
 
 from __future__ import annotations

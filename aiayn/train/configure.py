@@ -121,8 +121,8 @@ def load_train_data(
     """A prepared data directory (``aiayn prepare``) as TrainData, its tokenizer included.
 
     Resuming without one, the directory that RUN/config.json names. The validation split and
-    its texts (for ``--valid-bleu``) come along when it has pairs; an empty training split is
-    refused.
+    its texts (for ``--valid-bleu``, with their language for the BLEU tokenizer) come along
+    when it has pairs; an empty training split is refused.
     """
     from aiayn.data.store import load_prepared
 
@@ -139,7 +139,14 @@ def load_train_data(
         raise UserError(f"{data_dir}: the train split is empty")
     texts = prepared.texts("valid") if valid is not None else None
     source = str(Path(data_dir).resolve())  # config.json names it for a resume without data
-    return TrainData(prepared.split("train"), valid, prepared.tokenizer, source, valid_texts=texts)
+    return TrainData(
+        prepared.split("train"),
+        valid,
+        prepared.tokenizer,
+        source,
+        valid_texts=texts,
+        tgt_lang=prepared.tgt_lang,
+    )
 
 
 def check_run_dir(run_dir: str | Path, resume: bool) -> None:

@@ -63,6 +63,7 @@ class TrainData:
     tokenizer: Any = None  # aiayn.data.Tokenizer: stored in every checkpoint when given
     source: str | None = None  # the data directory, recorded in config.json
     valid_texts: tuple[list[str], list[str]] | None = None  # (sources, references) for BLEU
+    tgt_lang: str | None = None  # the references' language: their BLEU tokenizer (zh: tok:zh)
 
 
 class BatchStream:
