@@ -80,7 +80,7 @@ class NativeCT2:
         return [[Hypothesis(tokens, score, score)] for tokens, score in hyps]
 
 
-def quick_checkpoint(tmp: Path) -> tuple[Path, list[tuple[str, list[str], list[str]]]]:
+def quick_checkpoint(tmp: Path) -> tuple[Path, list[tuple[str, list[str], list[str], str]]]:
     """A random-weight checkpoint with its tokenizer, and a few lines as the test set."""
     from aiayn import ModelConfig, Transformer
     from aiayn.data import EOS, Tokenizer
@@ -96,22 +96,24 @@ def quick_checkpoint(tmp: Path) -> tuple[Path, list[tuple[str, list[str], list[s
         model.embedding[EOS] *= 4.0  # short outputs
     path = tmp / "model.safetensors"
     save_model(path, model, metadata={"tokenizer": tok.to_str()})
-    return path, [("quick", lines * 3, refs * 3)]
+    return path, [("quick", lines * 3, refs * 3, "de")]
 
 
-def test_sets(args: argparse.Namespace) -> list[tuple[str, list[str], list[str]]]:
+def test_sets(args: argparse.Namespace) -> list[tuple[str, list[str], list[str], str]]:
+    """(name, sources, references, the references' language: their BLEU tokenizer) a set."""
     sets = []
     if args.data is not None:
         from aiayn.data import load_prepared
 
-        src, ref = load_prepared(args.data).texts("test")
-        sets.append(("demo test", list(src), list(ref)))
+        prepared = load_prepared(args.data)
+        src, ref = prepared.texts("test")
+        sets.append(("demo test", list(src), list(ref), prepared.tgt_lang))
     if args.multi30k is not None:
         d = Path(args.multi30k)
         read = lambda lang: (d / f"test_2016_flickr.{lang}").read_text("utf-8").splitlines()  # noqa: E731
-        sets.append(("multi30k test2016", read(args.src_lang), read(args.tgt_lang)))
+        sets.append(("multi30k test2016", read(args.src_lang), read(args.tgt_lang), args.tgt_lang))
     if args.limit:
-        sets = [(n, s[: args.limit], r[: args.limit]) for n, s, r in sets]
+        sets = [(n, s[: args.limit], r[: args.limit], lang) for n, s, r, lang in sets]
     return sets
 
 
@@ -147,7 +149,7 @@ def main() -> int:
     cfg = DecodeConfig(beam=4, alpha=0.6, length_penalty="fairseq")
     torch_tr = load_translator(checkpoint, cfg, device="cpu")
     model, tok = torch_tr.model, torch_tr.tokenizer
-    longest = max(len(x) for _, s, _ in sets for x in tok.encode_batch(s)) + 1
+    longest = max(len(x) for _, s, _, _ in sets for x in tok.encode_batch(s)) + 1
     rows = max(1024, longest + 51)
     publish(tmp / "ct2", False, lambda p: export_ctranslate2(model, tok, p, "float32", rows))
     publish(tmp / "onnx", False, lambda p: export_onnx(model, tok, p, rows))
@@ -174,7 +176,7 @@ def main() -> int:
         # this machine's fp32 matmul peak at these threads, to set the figures beside others
         "matmul_peak_gflops": round(matmul_peak(torch.device("cpu"), args.quick) / 1e9, 1),
     }
-    for name, src, ref in sets:
+    for name, src, ref, lang in sets:
         ids = tok.encode_batch(src)
         times: dict[str, list[float]] = {e: [] for e in chosen}
         bleu: dict[str, float] = {}
@@ -184,7 +186,7 @@ def main() -> int:
                 hyps = engines[e].translate_ids(ids)
                 times[e].append(time.perf_counter() - t)
                 text = [tok.decode(h[0].tokens) if h else "" for h in hyps]
-                bleu[e] = sacre_bleu(text, ref)[0]
+                bleu[e] = sacre_bleu(text, ref, lang)[0]  # lang's tokenizer: 13a for de
                 report["load_average_1min"].append(os.getloadavg()[0])
         report["sets"][name] = {
             "sentences": len(src),

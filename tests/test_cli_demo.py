@@ -35,7 +35,11 @@ def fake_steps(monkeypatch, tmp_path: Path, trained: SimpleNamespace):
             (run / "metrics.jsonl").write_text(json.dumps(trained.stop) + "\n")
         if verb == "evaluate":
             report = Path(argv[argv.index("--json") + 1])
-            report.write_text(json.dumps({"sacrebleu": {"score": 12.3, "signature": "nrefs:1"}}))
+            bleu, chr_f = (
+                {"score": 12.3, "signature": "tok:13a"},
+                {"score": 45.6, "signature": "nc:6"},
+            )
+            report.write_text(json.dumps({"sacrebleu": bleu, "chrf": chr_f}))
             Path(argv[argv.index("--hyps") + 1]).write_text("eins\nzwei\n", encoding="utf-8")
         return exit_codes.get(verb, 0)
 
@@ -55,7 +59,8 @@ def test_demo_prints_every_output_when_every_step_succeeds(fake_steps, capsys) -
     assert "walkthrough" in {c[0] for c in calls}
     for line in ("training curves:", "attention heatmaps:", "walkthrough report:"):
         assert line in out
-    assert "sacreBLEU 12.3" in out
+    assert "sacreBLEU 12.3  (tok:13a)" in out
+    assert "chrF2     45.6  (nc:6)" in out  # beside BLEU: characters, for any target language
 
 
 @pytest.mark.parametrize(
@@ -102,7 +107,8 @@ def test_the_demo_says_beside_its_bleu_when_the_minutes_cut_the_training_short(
     assert main(argv) == 0
     out = capsys.readouterr().out.splitlines()
     at = next(i for i, line in enumerate(out) if line.startswith("sacreBLEU 12.3"))
-    assert out[at + 1] == (
+    assert out[at + 1].startswith("chrF2     45.6")
+    assert out[at + 2] == (
         "  cut short: the 60-minute cap stopped the training at step 730 of 1000, so this "
         "BLEU is below that of 1000 steps; give more --minutes"
     )

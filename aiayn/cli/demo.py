@@ -12,7 +12,8 @@ What `make demo` runs. On a 2-core CPU with nothing prepared:
      smoothing 0.1; no dropout, a departure for a run of minutes) for --steps steps, or
      --minutes of wall-clock time if that comes first, checkpointing as it goes;
   3. averages the last checkpoints (section 6.1), translates the held-out test set with beam 4
-     and alpha 0.6, and prints sacreBLEU with its signature and example translations;
+     and alpha 0.6, and prints sacreBLEU and chrF2 with their signatures (BLEU with the
+     target language's tokenizer: 13a for German) and example translations;
   4. writes the training curves, cross-attention heatmaps and the walkthrough report, and
      prints the command that opens the model in the explorer (`aiayn explore`).
 Everything goes under --run (default runs/demo). A second run starts fresh (the prepared
@@ -336,6 +337,8 @@ def run(args: argparse.Namespace) -> int:
     bleu = result.get("sacrebleu", {})
     _say(f"corpus: {source}; model averaged from the last {n} checkpoints: {model}")
     _say(f"sacreBLEU {bleu.get('score', float('nan')):.1f}  ({bleu.get('signature', '')})")
+    chr_f = result.get("chrf", {})  # characters: the same for every target language
+    _say(f"chrF2     {chr_f.get('score', float('nan')):.1f}  ({chr_f.get('signature', '')})")
     if cut:
         _say(f"  {cut}")
     for line in written:
