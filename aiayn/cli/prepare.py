@@ -4,6 +4,8 @@ Sources (--source):
   packaged  real EN-DE (or EN-FR) translations from Debian packages, via apt-get (default)
   multi30k  Multi30k task 1 EN-DE, from --multi30k-dir or downloaded with checksums
   wmt14     WMT 2014 EN-DE, the paper's data, downloaded from statmt.org (large)
+  tatoeba   everyday sentences, English-Chinese (en-zh, zh-en) or another bundle's language,
+            from --tatoeba-file / $AIAYN_TATOEBA or downloaded (manythings.org, CC-BY 2.0 FR)
   numbers   numbers written as words, English -> German or French (num2words)
   copy      copy a sequence of letters (synthetic)
   reverse   reverse a sequence of letters (synthetic)
@@ -25,12 +27,17 @@ DEFAULT_VOCAB = {
     "packaged": 8000,
     "multi30k": 8000,
     "wmt14": 37000,  # 5.1: "a shared source-target vocabulary of about 37000 tokens"
+    "tatoeba": 8000,
     "numbers": 1000,
     "copy": 300,
     "reverse": 300,
     "files": 8000,
 }
 DEFAULT_PAIRS = {"numbers": 20000, "copy": 10000, "reverse": 10000}
+# Share of English sentences held out for valid and for test (hash split): Tatoeba's ~24,000
+# English sentences give about 1,200 each, enough pairs (1,000-1,500) to score a model by.
+DEFAULT_SHARE = {"tatoeba": 0.05}
+SHARE = 0.02
 
 
 # The byte-level BPE starts from the 256 bytes and the 4 special tokens (aiayn.data.bpe).
@@ -38,7 +45,7 @@ MIN_VOCAB = 260
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from aiayn.cli.common import integer, real
+    from aiayn.cli.common import integer, real, seed
     from aiayn.data.corpora import SOURCES
 
     # DEVIATION(5.1): the default corpus is the packaged EN-DE one that any Debian machine can
@@ -61,6 +68,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tgt", type=Path, help="files: target text, aligned with --src")
     parser.add_argument("--tsv", type=Path, help="files: one 'source<TAB>target' pair a line")
     parser.add_argument("--multi30k-dir", type=Path, help="multi30k: local raw files (no download)")
+    parser.add_argument(
+        "--tatoeba-file",
+        type=Path,
+        help="tatoeba: a local bundle, its text file (cmn.txt), the zip or their directory "
+        "(default $AIAYN_TATOEBA, else a download)",
+    )
     parser.add_argument(
         "--mirror", help="multi30k/wmt14: base URL to download from instead of the official one"
     )
@@ -114,14 +127,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--valid-share",
         type=real(0.0, 0.5, hi_open=True),
-        default=0.02,
-        help="hash split (default 0.02)",
+        default=None,
+        help="hash split (default 0.05 tatoeba, else 0.02)",
     )
     parser.add_argument(
         "--test-share",
         type=real(0.0, 0.5, hi_open=True),
-        default=0.02,
-        help="hash split (default 0.02)",
+        default=None,
+        help="hash split (default 0.05 tatoeba, else 0.02)",
     )
     parser.add_argument(
         "--min-frequency", type=integer(1), default=2, help="BPE merges (default 2)"
@@ -135,7 +148,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--seed",
-        type=integer(0, 2**63 - 1),
+        type=seed,
         default=1,
         help="split hash and generators (default 1)",
     )
@@ -167,19 +180,27 @@ _ONLY_FOR = {
     "--tgt": ("files",),
     "--tsv": ("files",),
     "--multi30k-dir": ("multi30k",),
-    "--mirror": ("multi30k", "wmt14"),
+    "--tatoeba-file": ("tatoeba",),
+    "--mirror": ("multi30k", "wmt14", "tatoeba"),
 }
 
 
 def open_corpus(args: argparse.Namespace, langs: tuple[str, str], cache: Path):
     """The Corpus that --source and its flags name."""
     from aiayn.data.corpora import simple
+    from aiayn.data.corpora.download import check_url
     from aiayn.errors import UserError
 
     src, tgt = langs
     other = tgt if src == "en" else src
     n = args.num_pairs if args.num_pairs is not None else DEFAULT_PAIRS.get(args.source, 0)
     progress = not args.no_progress and sys.stderr.isatty()
+    for flag, sources in _ONLY_FOR.items():
+        given = getattr(args, flag.lstrip("-").replace("-", "_")) is not None
+        if given and args.source not in sources:
+            raise UserError(f"{flag} applies to --source {' or '.join(sources)}, not {args.source}")
+    if args.mirror is not None:  # one check of the URL before any source downloads
+        check_url(args.mirror, "--mirror")
     if args.source == "packaged":
         from aiayn.data.corpora.packaged import ORIGINS, packaged_corpus
 
@@ -191,10 +212,6 @@ def open_corpus(args: argparse.Namespace, langs: tuple[str, str], cache: Path):
         )
     if args.origins:
         raise UserError(f"--origins applies to --source packaged, not {args.source}")
-    for flag, sources in _ONLY_FOR.items():
-        given = getattr(args, flag.lstrip("-").replace("-", "_")) is not None
-        if given and args.source not in sources:
-            raise UserError(f"{flag} applies to --source {' or '.join(sources)}, not {args.source}")
     if args.source == "multi30k":
         from aiayn.data.corpora.multi30k import BASE_URL, multi30k_corpus
 
@@ -209,6 +226,20 @@ def open_corpus(args: argparse.Namespace, langs: tuple[str, str], cache: Path):
         from aiayn.data.corpora.wmt14 import wmt14_corpus
 
         return wmt14_corpus(cache, base_url=args.mirror, errors=args.errors, progress=progress)
+    if args.source == "tatoeba":
+        from aiayn.data.corpora.tatoeba import BASE_URL as TATOEBA_URL
+        from aiayn.data.corpora.tatoeba import tatoeba_corpus
+
+        if "en" not in langs:
+            raise UserError("--source tatoeba: --lang-pair en-zh or zh-en (or en-XX, XX-en)")
+        return tatoeba_corpus(
+            other,
+            cache,
+            file=args.tatoeba_file,
+            base_url=args.mirror or TATOEBA_URL,
+            refresh=args.refresh,
+            progress=progress,
+        )
     if args.source == "numbers":
         if "en" not in langs:
             raise UserError("--source numbers: --lang-pair en-de, en-fr, de-en or fr-en")
@@ -250,6 +281,10 @@ def _summary(manifest: dict, out: Path) -> str:
     return "\n".join(lines)
 
 
+def _share(given: float | None, source: str) -> float:
+    return given if given is not None else DEFAULT_SHARE.get(source, SHARE)
+
+
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
@@ -271,8 +306,8 @@ def run(args: argparse.Namespace) -> int:
         max_words=args.max_words,
         min_words=args.min_words,
         lowercase=args.lowercase,
-        valid_share=args.valid_share,
-        test_share=args.test_share,
+        valid_share=_share(args.valid_share, args.source),
+        test_share=_share(args.test_share, args.source),
         seed=args.seed,
         overwrite=args.overwrite,
         progress=not args.no_progress and sys.stderr.isatty(),

@@ -368,11 +368,14 @@ def prepare(corpus: Corpus, out: str | Path, opts: PrepareOptions) -> dict[str, 
         for f in stage.iterdir():
             f.unlink()
         stage.rmdir()
+        for name, text in corpus.notices.items():  # a licence and its attribution
+            (root / name).write_text(text, encoding="utf-8", newline="\n")
         replaced = getattr(corpus.decode_counter, "replaced_lines", 0)
         source_drops = {f"source:{k}": v for k, v in sorted(corpus.drops.items())}
         manifest = {
             "source": corpus.name,
             "source_info": corpus.info,
+            "notices": sorted(corpus.notices),
             "src_lang": opts.src_lang,
             "tgt_lang": opts.tgt_lang,
             "options": asdict(opts),

@@ -28,6 +28,8 @@ class Corpus:
     dedupe: bool = True  # drop repeated training pairs
     size_hint: int | None = None  # number of pairs, for progress bars
     decode_counter: Any = None  # a textio.DecodeCounter for sources that read user files
+    notices: dict[str, str] = field(default_factory=dict)  # files written beside the data
+    #                         (a licence and its attribution), by name
 
 
-SOURCES = ("packaged", "multi30k", "wmt14", "numbers", "copy", "reverse", "files")
+SOURCES = ("packaged", "multi30k", "wmt14", "tatoeba", "numbers", "copy", "reverse", "files")
