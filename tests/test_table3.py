@@ -104,6 +104,34 @@ def test_findings_against_the_best_of_a_group() -> None:
     assert "A-h1" not in checked  # no results: no verdict
 
 
+def test_the_bootstrap_cuts_words_as_the_runs_dev_bleu_did(tmp_path, monkeypatch) -> None:
+    import sacrebleu.metrics
+
+    zh = "nrefs:1|case:mixed|eff:no|tok:zh|smooth:exp|version:2.6.0"
+    assert report.bleu_tokenizer_of({"bleu_signature": zh}) == "zh"
+    assert report.bleu_tokenizer_of({"bleu_signature": zh.replace("tok:zh", "tok:13a")}) == "13a"
+    assert report.bleu_tokenizer_of({}) == "13a"  # a record of an older aiayn: sacreBLEU's default
+    (tmp_path / "refs.txt").write_text("我们买茶。\n他们看见花。\n", encoding="utf-8")
+    (tmp_path / "a.txt").write_text("我们买茶。\n他们看见书。\n", encoding="utf-8")
+    (tmp_path / "b.txt").write_text("我们买花。\n他们看见花。\n", encoding="utf-8")
+    tokenizers = []
+
+    class BLEU(sacrebleu.metrics.BLEU):
+        def __init__(self, **kwargs) -> None:
+            tokenizers.append(kwargs.get("tokenize"))
+            super().__init__(**kwargs)
+
+    monkeypatch.setattr(sacrebleu.metrics, "BLEU", BLEU)
+    common = {"seed": 1, "refs": "refs.txt", "bleu_signature": zh}
+    records = [
+        {"run": "base-s1", "name": "base", "hyps": "a.txt", **common},
+        {"run": "A-h1-s1", "name": "A-h1", "hyps": "b.txt", **common},
+    ]
+    p = report.bootstrap(records, tmp_path, samples=10)
+    assert set(p) == {("A-h1", 1)}
+    assert tokenizers[0] == "zh"
+
+
 def test_results_file_drops_a_half_written_last_line(tmp_path) -> None:
     append_result(tmp_path, {"run": "base-s1"})
     with (tmp_path / "results.jsonl").open("a") as fh:

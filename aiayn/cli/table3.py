@@ -397,6 +397,7 @@ def write_report(out: Path) -> Path:
 def run(args: argparse.Namespace) -> int:
     import torch
 
+    from aiayn.table3.report import bleu_tokenizer_of
     from aiayn.table3.results import Protocol, append_result, check_protocol, read_results, run_id
     from aiayn.table3.rows import VARIATIONS, quantities, scale_variation, variations
 
@@ -460,6 +461,7 @@ def run(args: argparse.Namespace) -> int:
             "dev_ppl": dev["perplexity"]["value"],
             "dev_bleu": dev["sacrebleu"]["score"],
             "bleu_signature": dev["sacrebleu"]["signature"],
+            "dev_chrf": dev["chrf"]["score"],  # characters: comparable for any target language
             "hyps": f"hyps/{rid}.txt",
             "refs": refs,
             "train_minutes": trained["elapsed_s"] / 60,
@@ -474,7 +476,8 @@ def run(args: argparse.Namespace) -> int:
         }
         append_result(out, record)
         _say(
-            f"    dev PPL {record['dev_ppl']:.2f}, sacreBLEU {record['dev_bleu']:.2f}, "
+            f"    dev PPL {record['dev_ppl']:.2f}, sacreBLEU {record['dev_bleu']:.2f} "
+            f"({bleu_tokenizer_of(record)}), chrF2 {record['dev_chrf']:.2f}, "
             f"{record['params']:,} parameters, {record['train_minutes']:.1f} min training"
         )
     _say(f"report: {write_report(out)}")

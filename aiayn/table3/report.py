@@ -6,12 +6,14 @@ is the seeds' spread, the larger range (max - min) of the two. A difference with
 "within noise", never a trend; beyond it the finding "holds" or "does not hold". A finding that
 two settings are about equal holds when they differ by less than the noise. BLEU differences
 come with sacreBLEU's paired bootstrap test (1000 resamples) against the base run of the same
-seed, on the same dev sentences.
+seed, on the same dev sentences, with the tokenizer of the runs' own dev BLEU (its signature's
+``tok:``: 13a for German, zh for Chinese).
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -176,10 +178,17 @@ def bootstrap(records: Sequence[dict[str, Any]], out: Path, samples: int = 1000)
             if refs is None:
                 refs = _lines(out / b["refs"])
             systems = [("base", _lines(out / b["hyps"])), (name, _lines(out / r["hyps"]))]
-            test = PairedTest(systems, {"BLEU": BLEU()}, [refs], test_type="bs", n_samples=samples)
+            metric = BLEU(tokenize=bleu_tokenizer_of(b))
+            test = PairedTest(systems, {"BLEU": metric}, [refs], test_type="bs", n_samples=samples)
             _, scores = test()
             result[(name, r["seed"])] = float(scores["BLEU"][1].p_value)
     return result
+
+
+def bleu_tokenizer_of(record: dict[str, Any]) -> str:
+    """The sacreBLEU tokenizer of a run's dev BLEU, from its signature (``tok:zh``); else 13a."""
+    found = re.search(r"(?:^|\|)tok:([^|]+)", record.get("bleu_signature", ""))
+    return found.group(1) if found else "13a"
 
 
 def _lines(path: Path) -> list[str]:
