@@ -235,4 +235,10 @@ def test_the_real_bundle_gives_about_1300_pairs_of_valid_and_test_and_one_piece_
     tok = Tokenizer.load(out / "tokenizer.json")
     for ch in "我你爱是的了不":
         assert len(tok.encode(ch)) == 1, ch
+    # ... and so is nearly every character of the training text (docs/data.md: about 98%)
+    text = (out / "text" / "train.zh").read_text(encoding="utf-8")
+    han = [ch for ch in text if "\u4e00" <= ch <= "\u9fff"]
+    pieces = {ch: len(tok.encode(ch)) for ch in set(han)}
+    assert sum(pieces[ch] == 1 for ch in han) / len(han) > 0.97
+    assert tok.decode(tok.encode("龘")) == "龘"  # a character never seen: bytes, not lost
     assert json.loads((out / "manifest.json").read_text())["tgt_lang"] == "zh"
