@@ -14,6 +14,9 @@ refused before anything is written, in one line naming the setting (``check_expo
 from __future__ import annotations
 
 import json
+import math
+import types
+import typing
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -125,20 +128,109 @@ def write_manifest(out: Path, fmt: str, cfg: ModelConfig, **extra: Any) -> None:
     (out / MANIFEST).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
 
 
+def read_json(f: Path, what: str) -> Any:
+    """The JSON value in file f, or a one-line UserError naming it: missing, a directory,
+    unreadable, not UTF-8 or not JSON. ``what`` says what the file should be."""
+    if f.is_dir():
+        raise UserError(f"{f}: is a directory, not {what}")
+    try:
+        text = f.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserError(f"{f}: missing ({what})") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{f}: not UTF-8 text, so not {what}") from None
+    except OSError as e:
+        raise UserError(f"{f}: cannot read ({e.strerror or e})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise UserError(f"{f}: not valid JSON ({e}), so not {what}") from None
+
+
+def json_value_problem(hint: Any, value: Any) -> str | None:
+    """What is wrong with a JSON value for a field of type hint (None: nothing).
+
+    int and float refuse booleans; a float is a finite number (an integer will do); an
+    optional field takes null; a Literal one of its values.
+
+    >>> json_value_problem(int, "sixteen"), json_value_problem(int | None, None)
+    ('must be an integer', None)
+    """
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        if value is None:
+            return None
+        inner = next(a for a in args if a is not type(None))
+        problem = json_value_problem(inner, value)
+        return problem and f"{problem} (or null)"
+    if origin is typing.Literal:
+        return None if value in args else f"must be one of {', '.join(map(str, args))}"
+    if hint is bool:
+        return None if isinstance(value, bool) else "must be true or false"
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if hint is int:
+        return None if number and isinstance(value, int) else "must be an integer"
+    if hint is float:
+        return None if number and math.isfinite(value) else "must be a finite number"
+    if hint is str:
+        return None if isinstance(value, str) else "must be a string"
+    return None
+
+
+def manifest_config(data: Any, where: str) -> ModelConfig:
+    """The ModelConfig of a manifest's model_config, each field's type checked first."""
+    from aiayn.config import from_dict
+
+    if not isinstance(data, dict):
+        raise UserError(f"{where}: model_config must be an object, got {data!r:.60}")
+    hints = typing.get_type_hints(ModelConfig)
+    for name, value in data.items():
+        problem = json_value_problem(hints[name], value) if name in hints else None
+        if problem:
+            raise UserError(f"{where}: model_config: {name}: {problem}, got {value!r:.60}")
+    try:
+        return from_dict(ModelConfig, data)
+    except (ValueError, TypeError) as e:
+        raise UserError(f"{where}: model_config: {e}") from None
+
+
 def read_manifest(path: str | Path) -> dict[str, Any]:
-    """The manifest of an export directory; anything else is a UserError naming the path."""
+    """The manifest of an export directory, every field the engines read checked.
+
+    ``format`` (ctranslate2 or onnx), ``model_config`` (a valid ModelConfig, types checked)
+    and ``max_positions`` (an integer >= 2, the rows of the exported table; at most the
+    config's own for a learned table). Anything else is a one-line UserError naming the file
+    and the field.
+    """
     p = Path(path)
     f = p / MANIFEST
-    if not f.is_file():
+    if not f.exists():
         raise UserError(
             f"{p}: not an aiayn export directory (no {MANIFEST}); create one with aiayn export"
         )
-    try:
-        data = json.loads(f.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise UserError(f"{f}: unreadable manifest ({e})") from None
-    if data.get("format") not in FORMATS:
-        raise UserError(f"{f}: unknown export format {data.get('format')!r}")
+    data = read_json(f, "an aiayn export manifest")
+    if not isinstance(data, dict):
+        raise UserError(f"{f}: must be a JSON object, got {type(data).__name__}")
+    fmt = data.get("format")
+    if fmt == "hf":
+        raise UserError(
+            f"{f}: a Hugging Face export (format 'hf'): load it with transformers, or turn it "
+            "back into an aiayn model with aiayn import-hf"
+        )
+    if fmt not in FORMATS:
+        raise UserError(f"{f}: format: unknown export format {fmt!r}; {' or '.join(FORMATS)}")
+    for key in ("model_config", "max_positions"):
+        if key not in data:
+            raise UserError(f"{f}: {key}: missing; export the model again with aiayn export")
+    cfg = manifest_config(data["model_config"], str(f))
+    rows = data["max_positions"]
+    if json_value_problem(int, rows) or rows < 2:
+        raise UserError(f"{f}: max_positions: must be an integer >= 2, got {rows!r:.60}")
+    if cfg.positions == "learned" and rows > cfg.max_positions:
+        raise UserError(
+            f"{f}: max_positions: {rows} rows, more than the {cfg.max_positions} of the "
+            "model's learned table"
+        )
     return data
 
 
@@ -155,21 +247,29 @@ def prepare_out(out: str | Path, force: bool) -> Path:
 def publish(out: Path, force: bool, write: Any) -> None:
     """write(tmp) into a fresh directory beside out, then move it to out (old one replaced).
 
-    An export that fails half-way leaves nothing under out, and never a mixed directory.
+    An export that fails half-way leaves nothing under out, and never a mixed directory; the
+    parent directories made for it are removed again.
     """
+    import contextlib
     import shutil
     import tempfile
 
+    made = [d for d in (out.parent, *out.parent.parents) if not d.exists()]  # deepest first
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    done = False
     try:
         write(tmp / "export")
         if out.exists() and force:
             shutil.rmtree(out) if out.is_dir() else out.unlink()
         (tmp / "export").chmod(0o755)
         (tmp / "export").rename(out)
+        done = True
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+        for d in made if not done else ():  # the parents made for it go too: nothing is left
+            with contextlib.suppress(OSError):
+                d.rmdir()
 
 
 def load_engine(
@@ -199,7 +299,7 @@ def load_engine(
         tokenizer = Tokenizer.load(p / TOKENIZER_FILE)
     elif isinstance(tokenizer, str | Path):
         tokenizer = Tokenizer.load(tokenizer)
-    vocab = manifest["model_config"]["vocab_size"]
+    vocab = manifest["model_config"]["vocab_size"]  # checked by read_manifest
     if tokenizer.vocab_size != vocab:
         raise UserError(
             f"the tokenizer has {tokenizer.vocab_size} tokens but the exported model's "

@@ -34,6 +34,7 @@ from aiayn.export import (
     TOKENIZER_FILE,
     EngineTranslator,
     check_exportable,
+    read_json,
     require,
     write_manifest,
 )
@@ -49,6 +50,7 @@ QUANTIZATIONS = ("float32", "int8", "int8_float32", "int16", "float16", "bfloat1
 # returns a worse hypothesis for about 1% of sentences; 2 made them identical in our tests.
 PATIENCE = 2.0
 PAD_TOKEN = "<blank>"  # CTranslate2's name for padding (its converters rename "<pad>" to it)
+VOCABULARY_FILE = "shared_vocabulary.json"  # where CTranslate2's spec.save writes it
 
 
 def vocabulary(tokenizer: Any) -> list[str]:
@@ -219,14 +221,21 @@ class CTranslate2Translator(EngineTranslator):
                 "((5 + |Y|) / 6)^alpha has no equivalent there: give --length-penalty fairseq "
                 "(or none, or --alpha 0); see docs/serving.md"
             )
+        self.vocab = vocabulary(self.tokenizer)
+        saved = self.path / VOCABULARY_FILE
+        if saved.is_file() and read_json(saved, "CTranslate2's vocabulary") != self.vocab:
+            raise UserError(
+                f"{saved}: the vocabulary is not the tokenizer's (id i is token i of "
+                f"{TOKENIZER_FILE}); export the model again, or give its own --tokenizer"
+            )
         try:
             self.engine = ct2.Translator(
                 str(self.path), device="cpu", compute_type=self.compute_type,
                 intra_threads=self.threads,
             )  # fmt: skip
         except (RuntimeError, ValueError) as e:
-            raise UserError(f"{self.path}: CTranslate2 cannot load this model ({e})") from None
-        self.vocab = vocabulary(self.tokenizer)
+            first = " ".join(str(e).split())[:200]
+            raise UserError(f"{self.path}: CTranslate2 cannot load this model ({first})") from None
         self.ids = {t: i for i, t in enumerate(self.vocab)}
         self.device = torch.device("cpu")
 

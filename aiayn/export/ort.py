@@ -270,8 +270,35 @@ class OnnxTranslator(EngineTranslator):
                 str(self.path / DECODER_FILE), opts, providers=["CPUExecutionProvider"]
             )
         except Exception as e:  # onnxruntime raises its own exception types
-            raise UserError(f"{self.path}: ONNX Runtime cannot load this export ({e})") from None
+            first = " ".join(str(e).split())[:200]
+            raise UserError(
+                f"{self.path}: ONNX Runtime cannot load this export ({first})"
+            ) from None
+        self._check_graphs(cfg)
         self.device = torch.device("cpu")
+
+    def _check_graphs(self, cfg: ModelConfig) -> None:
+        """The graphs' inputs and outputs are those the manifest's model_config implies: the
+        cache of each decoder layer with its heads and head size (static axes), V logits."""
+
+        def shapes(io: list[Any]) -> dict[str, list[Any]]:
+            return {x.name: list(x.shape) for x in io}
+
+        want = {"token": None, "position": None, "src_keep": None}
+        for i in range(self.layers):
+            for n, d in (("k", cfg.d_k), ("v", cfg.d_v)):
+                want[f"self_{n}_{i}"] = want[f"cross_{n}_{i}"] = [self.heads, d]
+        got = shapes(self.decoder.get_inputs())
+        logits = shapes(self.decoder.get_outputs()).get("logits", [None, None])
+        ok = set(got) == set(want) and logits[-1] == cfg.vocab_size
+        ok = ok and all(s is None or [got[n][1], got[n][3]] == s for n, s in want.items())
+        ok = ok and set(shapes(self.encoder.get_inputs())) == {"src"}
+        if not ok:
+            raise UserError(
+                f"{self.path / DECODER_FILE}: its inputs are not those of the manifest's "
+                f"model_config ({self.layers} decoder layer(s), {self.heads} heads of "
+                f"{cfg.d_k}, {cfg.vocab_size} tokens); export the model again"
+            )
 
     def batches(self, sources: Sequence[Sequence[int]]) -> list[list[int]]:
         """The batches of aiayn's Translator (similar lengths, under the same budgets)."""
