@@ -25,8 +25,9 @@ directions. What differs is written out in docs/huggingface.md:
   start decoding with BOS.
 
 What cannot be represented exactly is refused in one line naming the setting
-(``check_exportable_hf``, ``check_importable``). Transformers and SentencePiece are optional:
-``pip install 'aiayn[hf]'``; they are imported inside the functions.
+(``check_exportable_hf``, ``check_importable``); a damaged Marian directory is refused, naming
+the file and field, before any weight is read (``aiayn.export.marian_dir``). Transformers and
+SentencePiece are optional: ``pip install 'aiayn[hf]'``; they are imported inside the functions.
 """
 
 from __future__ import annotations
@@ -42,12 +43,17 @@ from torch import Tensor
 from aiayn.config import ModelConfig
 from aiayn.data.specials import BOS, EOS, PAD, SPECIAL_TOKENS, UNK
 from aiayn.errors import UserError, require
+from aiayn.export.marian_dir import (
+    MARIAN_ACTIVATIONS,
+    MarianDir,
+    check_importable,  # noqa: F401 (re-exported: its home before marian_dir)
+    check_marian_dir,
+)
 
 EXTRA = "hf"  # pyproject.toml's extra: pip install 'aiayn[hf]'
 NEVER = -1e9  # the logit bias of a token that is never predicted: exp(-1e9) is 0 in float32
 ORIGIN_KEY = "origin"  # checkpoint metadata: where an imported model came from
 ACTIVATIONS = {"relu": "relu", "silu": "swish"}  # aiayn's name -> Marian's
-MARIAN_ACTIVATIONS = {"relu": "relu", "swish": "silu", "silu": "silu"}
 HF_LAYER_NORM_EPS = 1e-5  # Marian's nn.LayerNorm(d_model) keeps PyTorch's default
 
 
@@ -321,57 +327,6 @@ def export_hf(
 # Import: Marian -> aiayn ---------------------------------------------------------------------
 
 
-def check_importable(config: dict[str, Any], where: str) -> None:
-    """A one-line UserError naming the first Marian setting aiayn cannot represent exactly.
-
-    ``config`` is config.json as a dict (older files carry BART's switches, checked too).
-    """
-
-    def refuse(setting: str, why: str) -> None:
-        raise UserError(f"{where}: {setting}: {why}; aiayn cannot represent it exactly")
-
-    kind = config.get("model_type")
-    if kind != "marian":
-        refuse(f"model_type={kind!r}", "only Marian (MarianMTModel) checkpoints convert")
-    if config.get("normalize_before", False):
-        refuse("normalize_before=True", "pre-LN (aiayn converts the post-LN of section 3.1)")
-    if config.get("add_final_layer_norm", False):
-        refuse("add_final_layer_norm=True", "a final LayerNorm belongs to pre-LN")
-    if config.get("normalize_embedding", False):
-        refuse("normalize_embedding=True", "a LayerNorm on the embeddings is not in 3.4")
-    if not config.get("static_position_embeddings", True):
-        refuse("static_position_embeddings=False", "learned positions beyond the sinusoids")
-    if not config.get("scale_embedding", False):
-        refuse("scale_embedding=False", "3.4 multiplies the embeddings by sqrt(d_model)")
-    if not config.get("share_encoder_decoder_embeddings", True):
-        refuse("share_encoder_decoder_embeddings=False", "3.4 shares one embedding matrix")
-    v, dv = config.get("vocab_size"), config.get("decoder_vocab_size") or config.get("vocab_size")
-    if dv != v:
-        refuse(f"decoder_vocab_size={dv}", f"differs from vocab_size={v}")
-    act = config.get("activation_function", "gelu")
-    if act not in MARIAN_ACTIVATIONS:
-        refuse(f"activation_function={act!r}", "aiayn's FFN has relu or swish (silu)")
-    for a, b in (
-        ("encoder_attention_heads", "decoder_attention_heads"),
-        ("encoder_ffn_dim", "decoder_ffn_dim"),
-    ):
-        if config.get(a) != config.get(b):
-            refuse(f"{b}={config.get(b)}", f"differs from {a}={config.get(a)}")
-    d, h = int(config.get("d_model", 0)), int(config.get("encoder_attention_heads", 1))
-    if d % 2 or d % h:
-        refuse(f"d_model={d}", f"must be even and divisible by the {h} heads")
-
-
-def _read_config(d: Path) -> dict[str, Any]:
-    f = d / "config.json"
-    try:
-        return json.loads(f.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError(f"{d}: no config.json; not a Hugging Face model directory") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise UserError(f"{f}: unreadable ({e})") from None
-
-
 def locate(name_or_dir: str) -> Path:
     """The local directory of a model: the path itself, or the Hub's download (where reachable)."""
     p = Path(name_or_dir)
@@ -399,39 +354,29 @@ def locate(name_or_dir: str) -> Path:
     return d
 
 
-def _vocab(d: Path, config: dict[str, Any]) -> tuple[dict[str, int], Callable[..., Any]]:
-    """Marian's vocabulary (piece -> id) and a builder of the aiayn tokenizer over pieces."""
+def _tokenizer_builder(m: MarianDir) -> Callable[[list[str]], Any]:
+    """A builder of the aiayn tokenizer over pieces (aiayn's ids) from the checked files."""
     from aiayn.data.spm import SentencePiecePair
 
-    if (d / "source.spm").is_file() and (d / "vocab.json").is_file():
-        vocab = json.loads((d / "vocab.json").read_text(encoding="utf-8"))
-        if (d / "target_vocab.json").is_file():
-            raise UserError(f"{d}: separate source and target vocabularies; 3.4 shares one")
-        source = (d / "source.spm").read_bytes()
-        target = (d / "target.spm").read_bytes() if (d / "target.spm").is_file() else source
+    if m.source_spm is not None:
+        source, target = m.source_spm, m.target_spm or m.source_spm
 
         def pair(pieces: list[str]) -> Any:
             return SentencePiecePair(source, target, pieces)
 
-        return vocab, pair
-    if (d / "tokenizer.json").is_file():  # an aiayn export: its own BPE
-        from aiayn.data import Tokenizer
+        return pair
+    from aiayn.data import Tokenizer
 
-        text = (d / "tokenizer.json").read_text(encoding="utf-8")
-        data = json.loads(text)
-        data["post_processor"] = None
-        vocab = dict(data["model"]["vocab"])
-        vocab.update({t["content"]: t["id"] for t in data.get("added_tokens", [])})
+    data = {**(m.tokenizer_json or {}), "post_processor": None}
 
-        def bpe(pieces: list[str]) -> Any:
-            if pieces[: len(SPECIAL_TOKENS)] != list(SPECIAL_TOKENS) or any(
-                vocab.get(p) != i for i, p in enumerate(pieces)
-            ):
-                raise UserError(f"{d}/tokenizer.json: its ids are not aiayn's (0-3 specials)")
-            return Tokenizer.from_str(json.dumps(data))
+    def bpe(pieces: list[str]) -> Any:  # an aiayn export: its own BPE
+        if pieces[: len(SPECIAL_TOKENS)] != list(SPECIAL_TOKENS) or any(
+            m.vocab.get(p) != i for i, p in enumerate(pieces)
+        ):
+            raise UserError(f"{m.path}/tokenizer.json: its ids are not aiayn's (0-3 specials)")
+        return Tokenizer.from_str(json.dumps(data))
 
-        return vocab, bpe
-    raise UserError(f"{d}: no tokenizer (source.spm and vocab.json, or tokenizer.json)")
+    return bpe
 
 
 def vocabulary_order(vocab: dict[str, int], config: dict[str, Any], where: str) -> list[int]:
@@ -443,10 +388,12 @@ def vocabulary_order(vocab: dict[str, int], config: dict[str, Any], where: str) 
     pad, eos = config.get("pad_token_id"), config.get("eos_token_id")
     if isinstance(eos, list):
         eos = eos[0] if len(eos) == 1 else None
-    start = config.get("decoder_start_token_id", pad)
+    start = config.get("decoder_start_token_id")
+    start = pad if start is None else start
     unk = vocab.get(SPECIAL_TOKENS[UNK])
-    for name, i in (("pad_token_id", pad), ("eos_token_id", eos), ("<unk>", unk)):
-        if not isinstance(i, int) or not 0 <= i < size:
+    ids = (("pad_token_id", pad), ("eos_token_id", eos), ("decoder_start_token_id", start))
+    for name, i in (*ids, ("<unk>", unk)):
+        if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < size:
             raise UserError(f"{where}: {name}={i!r} is not an id of the {size}-token vocabulary")
     # BOS: the start token when it is not PAD; else Marian's "<s>" if its vocabulary has one
     # (a row it never predicts in practice), else a row of aiayn's own (-1).
@@ -461,21 +408,21 @@ def vocabulary_order(vocab: dict[str, int], config: dict[str, Any], where: str) 
 def import_marian(name_or_dir: str) -> tuple[dict[str, Tensor], ModelConfig, Any, dict[str, str]]:
     """(aiayn state dict, config, tokenizer, metadata) of a Marian model.  See the module doc."""
     d = locate(name_or_dir)
-    config = _read_config(d)
-    check_importable(config, str(d))
-    vocab, make_tokenizer = _vocab(d, config)
-    order = vocabulary_order(vocab, config, str(d))
     tf = require_hf()
+    checked = check_marian_dir(d)  # every file, before any weight is read
+    config, vocab = checked.config, checked.vocab
+    make_tokenizer = _tokenizer_builder(checked)
+    order = vocabulary_order(vocab, config, str(d))
     try:
         hf = tf.MarianMTModel.from_pretrained(str(d), use_safetensors=None)
-    except (OSError, ValueError) as e:
+    except Exception as e:  # what the checks above cannot foresee: Transformers' own checks
         first = " ".join(str(e).split())[:200]
         raise UserError(f"{d}: cannot load the Marian weights ({first})") from None
     marian = {k: v.detach().float().cpu() for k, v in hf.state_dict().items()}
     if not torch.equal(marian["lm_head.weight"], marian["model.shared.weight"]):
         raise UserError(f"{d}: lm_head differs from the shared embedding; 3.4 ties them")
-    start = config.get("decoder_start_token_id", config.get("pad_token_id"))
-    decoder_start = "pad" if start == config.get("pad_token_id") else "bos"
+    start = config.get("decoder_start_token_id")
+    decoder_start = "pad" if start in (None, config["pad_token_id"]) else "bos"
     d_model, heads = int(config["d_model"]), int(config["encoder_attention_heads"])
     cfg = ModelConfig(
         vocab_size=len(order),
