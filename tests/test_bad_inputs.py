@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import bad_inputs_hf
 import pytest
 from bad_inputs import all_cases, build_world, fill, problems, run_case
 
@@ -20,6 +21,7 @@ from aiayn.cli import main
 REPO = Path(__file__).resolve().parents[1]
 CASES = all_cases()
 VERBS = ("prepare", "train", "average", "translate", "evaluate", "walkthrough", "plot", "demo")
+DOORS = ("import-hf", "export")  # issue 53's, where their extras are installed (bad_inputs_hf)
 
 
 @pytest.fixture(scope="module")
@@ -38,6 +40,8 @@ def test_the_table_covers_every_verb_and_kind_of_input() -> None:
     by_verb = collections.Counter(c.argv[0] for c in CASES if c.argv)
     for verb in VERBS:
         assert by_verb[verb] >= 8, (verb, by_verb[verb])
+    for verb in (v for v in DOORS if v in {c.argv[0] for c in bad_inputs_hf.CASES}):
+        assert by_verb[verb] >= 8, (verb, by_verb[verb])
     assert sum(c.toml is not None for c in CASES) >= 60  # TOML configs
     for placeholder in ("{dir}", "{empty}", "{binary}", "{latin1}", "{text}", "{json}"):
         assert sum(placeholder in " ".join(c.argv) for c in CASES) >= 3, placeholder
@@ -48,6 +52,24 @@ def test_refused_inputs_write_nothing(world, tmp_path) -> None:
     assert main(["average", world["mismatch"], "--last", "1", "--out", str(out)]) == 2
     assert not out.exists()
     assert list(tmp_path.iterdir()) == []
+
+
+# Cases that get far (a valid model, refused at the last check, or inside the write) and the
+# two ways an output is named: a file, and a directory that would be made with its parents.
+LATE = ("import-hf-config-vocab_size-vs-weights", "import-hf-spm-empty-to-dir",
+        "import-hf-weights-bin-evil-zip", "export-hf-of-import", "export-ct2-dv",
+        "export-tokenizer-other")  # fmt: skip
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.id in LATE], ids=lambda c: c.id)
+def test_a_refused_import_or_export_leaves_no_output(case, world, tmp_path) -> None:
+    """import-hf and export write through a temporary beside --out: a refusal leaves no file,
+    no directory (the parents export made for --out included) and no temporary."""
+    outcome = run_case(case, world, tmp_path)
+    assert problems(case, outcome, world, tmp_path) == [], outcome.err
+    out = Path(fill(case.argv[case.argv.index("--out") + 1], world, tmp_path))
+    assert not (tmp_path / out.relative_to(tmp_path).parts[0]).exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 
 
 def test_toml_values_are_converted_to_the_field_types(tmp_path) -> None:
