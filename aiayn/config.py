@@ -32,6 +32,9 @@ LengthPenalty = Literal["gnmt", "fairseq", "none"]
 Activation = Literal["relu", "silu"]
 DecoderStart = Literal["bos", "pad"]
 LrDecay = Literal["rsqrt", "linear"]
+# Every seed aiayn takes is in [0, 2^32) (NumPy's legacy seeds): TrainConfig, the walkthrough's
+# config and the CLI's --seed flags check this one range.
+SEED_LIMIT = 2**32
 
 
 def _check(cond: bool, name: str, message: str) -> None:
@@ -212,7 +215,7 @@ class TrainConfig:
             v = getattr(self, name)
             _check(v >= 0 and math.isfinite(v), name, f"must be >= 0, got {v}")
         _check(self.max_bad_steps >= 1, "max_bad_steps", f"must be >= 1, got {self.max_bad_steps}")
-        _check(0 <= self.seed < 2**32, "seed", f"must be in [0, 2^32), got {self.seed}")
+        _check(0 <= self.seed < SEED_LIMIT, "seed", f"must be in [0, 2^32), got {self.seed}")
         _check(
             self.clip_norm >= 0 and math.isfinite(self.clip_norm),
             "clip_norm",

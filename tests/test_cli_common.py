@@ -276,3 +276,106 @@ def test_every_literal_flag_lists_its_choices(capsys) -> None:
     assert "--lang {en,zh}" in text
     assert "WalkthroughConfig" not in text  # no internal class name
     assert "the example (defaults: the study note's toy example):" in text
+
+
+# The runtime flags every verb shares: one converter each (issue 53) ---------------------------
+
+RUNTIME_FLAGS = {  # the verbs that take each flag; every other verb refuses it
+    "--threads": {"train", "translate", "evaluate", "demo", "table3", "explore"},
+    "--device": {"train", "translate", "evaluate", "explore"},
+}
+
+
+def test_each_runtime_flag_has_one_converter_in_every_verb_that_takes_it() -> None:
+    from aiayn.cli import build_parser, common
+
+    parser = build_parser()
+    (verbs,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    for flag, takers in RUNTIME_FLAGS.items():
+        converter = common.threads if flag == "--threads" else common.device
+        found = {
+            name
+            for name, sub in verbs.choices.items()
+            for a in sub._actions
+            if flag in a.option_strings
+        }
+        assert found == takers, flag
+        for name in takers:
+            (action,) = [a for a in verbs.choices[name]._actions if flag in a.option_strings]
+            assert action.type is converter, (name, flag)
+    seeds = {
+        name: a
+        for name, sub in verbs.choices.items()
+        for a in sub._actions
+        if "--seed" in a.option_strings
+    }
+    assert set(seeds) == {"prepare", "train", "walkthrough"}
+    assert seeds["prepare"].type is common.seed  # train's and walkthrough's: their config's
+
+
+def test_the_converters_accept_the_edges_of_their_ranges() -> None:
+    from aiayn.cli.common import MAX_THREADS, device, seed, threads
+    from aiayn.config import SEED_LIMIT, TrainConfig
+    from aiayn.walkthrough import WalkthroughConfig
+
+    assert threads("0") == 0  # the engine's default
+    assert threads(str(MAX_THREADS)) == MAX_THREADS
+    assert seed("0") == 0
+    assert seed(str(SEED_LIMIT - 1)) == SEED_LIMIT - 1
+    assert TrainConfig(seed=SEED_LIMIT - 1).seed == WalkthroughConfig(seed=SEED_LIMIT - 1).seed
+    assert [device(d) for d in ("auto", "cpu", "cuda", "cuda:0", "cuda:07")] == [
+        "auto",
+        "cpu",
+        "cuda",
+        "cuda:0",
+        "cuda:7",
+    ]
+    for bad in ("threads", "seed"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            {"threads": threads, "seed": seed}[bad]("-1")
+    with pytest.raises(argparse.ArgumentTypeError, match="unknown device 'mps'"):
+        device("mps")
+
+
+def test_check_device_refuses_a_cuda_this_machine_lacks(monkeypatch) -> None:
+    import torch
+
+    from aiayn.cli.common import check_device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert check_device(None) == check_device("auto") == "cpu"
+    with pytest.raises(UserError, match=r"^--device cuda: CUDA is not available on this"):
+        check_device("cuda")
+    with pytest.raises(UserError, match=r"^--device: unknown device 'tpu'"):
+        check_device("tpu")  # a value that did not come through the converter
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    assert check_device("auto") == "cuda"
+    assert check_device("cuda:1") == "cuda:1"
+    with pytest.raises(UserError, match=r"^--device cuda:2: this machine has 2 CUDA device"):
+        check_device("cuda:2")
+
+
+@pytest.mark.parametrize("verb", ["train", "explore"])
+def test_threads_reach_torch_before_anything_is_loaded(verb, tmp_path, monkeypatch) -> None:
+    """train and explore take --threads (as demo does); the count is set before loading."""
+    import torch
+
+    seen = []
+    monkeypatch.setattr(torch, "set_num_threads", seen.append)
+    (tmp_path / "empty").mkdir()
+    if verb == "train":
+        argv = ["train", "--data", str(tmp_path / "none"), "--run", str(tmp_path / "r")]
+    else:  # an empty directory: nothing to load, so no server
+        argv = ["explore", "--checkpoint", str(tmp_path / "empty"), "--no-browser"]
+    assert main([*argv, "--threads", "3", "--device", "cpu"]) == 2  # then the data is missing
+    assert seen == [3]
+
+
+def test_a_flag_a_verb_does_not_take_points_to_the_verbs_help(capsys) -> None:
+    assert main(["walkthrough", "--threads", "2"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        "aiayn walkthrough: error: unrecognized arguments: --threads 2 "
+        "(see aiayn walkthrough --help)"
+    )

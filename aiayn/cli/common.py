@@ -6,6 +6,11 @@ flag by its argparse type (``integer``, ``real``: the range in the message), a T
 against its dataclass field's type, then the config's own ``__post_init__``; the message names
 the setting, and the file when the value came from one. The TOML reading and the precedence
 are the library's (``aiayn.config.load_toml``, ``merge_config``); here are the flags.
+
+The runtime flags that several verbs share have one converter each, so that a value one verb
+refuses no other accepts: ``threads`` (``--threads``), ``device`` with ``check_device``
+(``--device``) and ``seed`` (``--seed``; a config's seed field checks the same range,
+``aiayn.config.SEED_LIMIT``).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
+import re
 import sys
 import types
 import typing
@@ -20,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
-from aiayn.config import SECTIONS, merge_config
+from aiayn.config import SECTIONS, SEED_LIMIT, merge_config
 from aiayn.config import load_toml as load_toml  # the verbs read their TOML config with it
 from aiayn.errors import UserError
 
@@ -31,13 +37,26 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:  # type: ignore[override]
+        """argparse's, but a flag the verb does not take is refused in the verb's name."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            verb = getattr(parsed, "verb", None)
+            prog = f"{self.prog} {verb}" if verb else self.prog
+            message = f"unrecognized arguments: {' '.join(extras)}"
+            self.exit(2, f"{prog}: error: {message} (see {prog} --help)\n")
+        return parsed
+
 
 def _bounds(lo: float | None, hi: float | None, lo_open: bool, hi_open: bool) -> str:
+    def show(x: float) -> str:
+        return str(x) if isinstance(x, int) else f"{x:g}"
+
     parts = []
     if lo is not None:
-        parts.append(f"{'>' if lo_open else '>='} {lo:g}")
+        parts.append(f"{'>' if lo_open else '>='} {show(lo)}")
     if hi is not None:
-        parts.append(f"{'<' if hi_open else '<='} {hi:g}")
+        parts.append(f"{'<' if hi_open else '<='} {show(hi)}")
     return " and ".join(parts)
 
 
@@ -86,6 +105,50 @@ def real(
 
     convert.__name__ = "real"
     return convert
+
+
+MAX_THREADS = 1024  # more than the cores of any machine aiayn runs on: a larger count is a typo
+# --threads of every verb that takes it (train, translate, evaluate, demo, table3, explore):
+# 0 keeps the engine's default (torch: all cores).
+threads = integer(0, MAX_THREADS, why="0: the default, all cores")
+# --seed of every verb whose seed is a flag of its own (prepare); a config's seed field
+# (train, walkthrough) checks the same range in its __post_init__.
+seed = integer(0, SEED_LIMIT - 1)
+DEVICES = "auto, cpu, cuda or cuda:N"
+
+
+def device(text: str) -> str:
+    """An argparse type for ``--device``: auto, cpu, cuda or cuda:N (is it there: check_device)."""
+    found = re.fullmatch(r"auto|cpu|cuda(?::(\d{1,4}))?", text)
+    if found is None:
+        raise argparse.ArgumentTypeError(f"unknown device {text!r} (use {DEVICES})")
+    return text if found.group(1) is None else f"cuda:{int(found.group(1))}"
+
+
+def check_device(name: str | None, flag: str = "--device") -> str:
+    """The device to run on for a ``device`` value: auto (or None) is cuda when present, else cpu.
+
+    A CUDA device the machine lacks is a UserError naming the flag (CUDA not available, or no
+    device of that index), before anything is loaded. Imports torch.
+    """
+    import torch
+
+    if name is None or name == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        name = device(name)
+    except argparse.ArgumentTypeError as e:
+        raise UserError(f"{flag}: {e}") from None
+    if not name.startswith("cuda"):
+        return name
+    if not torch.cuda.is_available():
+        raise UserError(f"{flag} {name}: CUDA is not available on this machine (use cpu)")
+    index, count = int(name.partition(":")[2] or 0), torch.cuda.device_count()
+    if index >= count:
+        raise UserError(
+            f"{flag} {name}: this machine has {count} CUDA device(s), cuda:0 to cuda:{count - 1}"
+        )
+    return name
 
 
 def _flag_type(hint: Any) -> tuple[Any, list[Any] | None, bool]:

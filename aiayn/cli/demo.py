@@ -85,7 +85,7 @@ DEMO_TRAIN_FLAGS = [
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from aiayn.cli.common import integer, real
+    from aiayn.cli.common import integer, real, threads
     from aiayn.cli.prepare import MIN_VOCAB
 
     parser.add_argument("--run", default="runs/demo", help="run directory (default runs/demo)")
@@ -156,7 +156,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"checkpoints to average, one every {DEMO_SAVE_EVERY} steps (default {DEMO_AVERAGE})",
     )
     parser.add_argument(
-        "--threads", type=integer(0), default=0, help="intra-op threads (default: all cores)"
+        "--threads", type=threads, default=0, help="intra-op threads (default: all cores)"
     )
     parser.add_argument(
         "--test-limit", type=integer(0), default=0, help="score only the first N test sentences"

@@ -1,6 +1,7 @@
 """Open a trained model in the browser: tokens, attention, output distribution, beam search.
 
   aiayn explore [--checkpoint PATH] [--host 127.0.0.1] [--port 8000] [--no-browser] [--lang zh]
+                [--device cpu] [--threads N]
 
 Serves a local page (no network needed) whose every number comes from the library: the
 translation of `aiayn translate`, every intermediate of `aiayn.trace`, the beam search's own
@@ -16,6 +17,7 @@ import socket
 from pathlib import Path
 
 from aiayn.cli._signals import interruptible
+from aiayn.cli.common import check_device, device, integer, threads
 
 DEFAULT_CHECKPOINT = Path("runs/demo/average.safetensors")  # written by `aiayn demo`
 
@@ -27,12 +29,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"model file, checkpoint or run directory (default {DEFAULT_CHECKPOINT})",
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    parser.add_argument(
+        "--port", type=integer(0, 65535), default=8000, help="port (0: any free one; default 8000)"
+    )
     parser.add_argument("--no-browser", action="store_true", help="do not open a browser")
     parser.add_argument(
         "--lang", choices=["en", "zh"], default="en", help="the page's language (default en)"
     )
-    parser.add_argument("--device", default="cpu", help="torch device (default cpu)")
+    parser.add_argument(
+        "--device", type=device, default="cpu", help="auto, cpu, cuda or cuda:N (default cpu)"
+    )
+    parser.add_argument(
+        "--threads",
+        type=threads,
+        default=0,
+        metavar="N",
+        help="intra-op threads of the analyses (default 0: all cores)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -40,8 +53,7 @@ def run(args: argparse.Namespace) -> int:
 
     require("starlette", "explore")  # the optional extra, before anything
     require("uvicorn", "explore")
-    if not 0 <= args.port <= 65535:
-        raise UserError(f"--port must be in 0..65535, got {args.port}")
+    run_on = check_device(args.device)  # before loading: a CUDA this machine lacks is one line
     checkpoint = args.checkpoint
     if checkpoint is None:
         if not DEFAULT_CHECKPOINT.is_file():
@@ -51,12 +63,15 @@ def run(args: argparse.Namespace) -> int:
             )
         checkpoint = DEFAULT_CHECKPOINT
 
+    import torch
     import uvicorn
 
     from aiayn.explore.app import create_app
     from aiayn.explore.core import Explorer
 
-    explorer = Explorer(checkpoint, device=args.device)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    explorer = Explorer(checkpoint, device=run_on)
     app = create_app(explorer, lang=args.lang)
     sock = _listen(args.host, args.port)  # bound here, so a busy port is one clear line
     port = sock.getsockname()[1]  # --port 0: the port the system chose

@@ -43,7 +43,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from aiayn.cli.common import integer
+from aiayn.cli.common import integer, threads
 from aiayn.errors import UserError
 
 MULTI30K_DIR_ENV = "AIAYN_MULTI30K"
@@ -118,7 +118,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--threads",
-        type=integer(0),
+        type=threads,
         default=0,
         metavar="N",
         help="intra-op threads (default 0: all cores)",

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aiayn.cli.common import add_config_args, flag_values
+from aiayn.cli.common import add_config_args, check_device, device, flag_values, threads
 from aiayn.config import PRESETS, ModelConfig, TrainConfig, model_preset
 
 if TYPE_CHECKING:
@@ -81,7 +81,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     runtime = parser.add_argument_group("runtime: how to run, not what")
     runtime.add_argument(
-        "--device", default="auto", help="auto (CUDA if present), cpu, cuda or cuda:N"
+        "--device",
+        type=device,
+        default="auto",
+        help="auto (CUDA if present), cpu, cuda or cuda:N",
+    )
+    runtime.add_argument(
+        "--threads",
+        type=threads,
+        default=0,
+        metavar="N",
+        help="intra-op threads on the CPU (default 0: all cores)",
     )
     runtime.add_argument(
         "--bf16",
@@ -228,7 +238,12 @@ def run(args: argparse.Namespace) -> int:
     from aiayn.train.distributed import pick_device
 
     run_dir = Path(args.run)
-    device = pick_device(args.device)  # a missing GPU is an error before anything is loaded
+    check_device(args.device)  # a missing GPU is an error before anything is loaded
+    device = pick_device(args.device)
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
     check_run_dir(run_dir, args.resume)
     main = int(os.environ.get("RANK", "0")) == 0
     # A run that another training holds is refused before anything is loaded (train locks too).

@@ -37,12 +37,15 @@ from typing import Any
 
 from aiayn.cli.common import (
     add_config_args,
+    check_device,
     config_from_args,
+    device,
     integer,
     load_toml,
     output_dir,
     output_file,
     stderr,
+    threads,
 )
 from aiayn.config import DecodeConfig
 from aiayn.errors import UserError
@@ -67,7 +70,12 @@ def add_translator_args(parser: argparse.ArgumentParser, skip: tuple[str, ...] =
         default=None,
         help="tokenizer JSON (default: the checkpoint's)",
     )
-    parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda if present)")
+    parser.add_argument(
+        "--device",
+        type=device,
+        default=None,
+        help="auto (CUDA if present, the default), cpu, cuda or cuda:N",
+    )
     parser.add_argument(
         "--engine",
         choices=("torch", "ctranslate2", "onnx"),
@@ -76,7 +84,7 @@ def add_translator_args(parser: argparse.ArgumentParser, skip: tuple[str, ...] =
         "aiayn export, given as --checkpoint (docs/serving.md)",
     )
     parser.add_argument(
-        "--threads", type=int, default=0, metavar="N", help="engine threads (0: its default)"
+        "--threads", type=threads, default=0, metavar="N", help="engine threads (0: its default)"
     )
     parser.add_argument(
         "--max-tokens",
@@ -139,17 +147,10 @@ def translator_from_args(args: argparse.Namespace, fallback_tokenizer: Any = Non
     from aiayn.translator import load_translator
 
     cfg = config_from_args(DecodeConfig, args, toml=load_toml(args.config))
-    if args.device is not None:
-        try:
-            torch.device(args.device)
-        except RuntimeError:
-            raise UserError(f"--device: unknown device {args.device!r}") from None
-        if args.device.startswith("cuda") and not torch.cuda.is_available():
-            raise UserError(f"--device {args.device}: CUDA is not available on this machine")
     if getattr(args, "engine", "torch") != "torch":
         from aiayn.export import load_engine
 
-        if args.device not in (None, "cpu"):
+        if args.device not in (None, "auto", "cpu"):
             raise UserError(f"--device {args.device}: --engine {args.engine} runs on the CPU here")
         if args.no_cache:
             raise UserError(f"--no-cache: --engine {args.engine} always decodes with its cache")
@@ -164,13 +165,14 @@ def translator_from_args(args: argparse.Namespace, fallback_tokenizer: Any = Non
             threads=args.threads,
             engine=args.engine,
         )
+    device = check_device(args.device)  # a CUDA this machine lacks: one line, before loading
     if args.threads:
         torch.set_num_threads(args.threads)
     return load_translator(
         args.checkpoint,
         cfg,
         tokenizer=args.tokenizer,
-        device=args.device,
+        device=device,
         max_tokens=args.max_tokens,
         max_sentences=args.max_sentences,
         cached=not args.no_cache,

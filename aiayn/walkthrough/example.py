@@ -26,7 +26,7 @@ from typing import Literal
 
 import torch
 
-from aiayn.config import ModelConfig
+from aiayn.config import SEED_LIMIT, ModelConfig
 from aiayn.errors import UserError
 from aiayn.model import Transformer, sinusoidal_positions
 
@@ -65,6 +65,7 @@ class WalkthroughConfig:
             (self.d_model % max(self.n_heads, 1) == 0, "n_heads", "must divide d_model"),
             (self.d_ff >= 1, "d_ff", "must be >= 1"),
             (1 <= self.n_layers <= 12, "n_layers", "must be between 1 and 12"),
+            (0 <= self.seed < SEED_LIMIT, "seed", "must be in [0, 2^32)"),
             (0.0 <= self.label_smoothing < 1.0, "label_smoothing", "must be in [0, 1)"),
             (self.lr is None or self.lr > 0, "lr", "must be > 0"),
             (self.lr_step >= 1, "lr_step", "must be >= 1 (Eq. (3) counts from 1)"),
