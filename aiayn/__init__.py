@@ -21,6 +21,7 @@ _LAZY = {
     "Trace": "aiayn.model",
     "Transformer": "aiayn.model",
     "trace": "aiayn.model",
+    "load_pretrained": "aiayn.pretrained",
 }
 
 
@@ -48,6 +49,7 @@ __all__ = [
     "Trace",
     "TrainConfig",
     "Transformer",
+    "load_pretrained",
     "model_preset",
     "trace",
     "train_preset",

@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from aiayn import storage
+from aiayn import pretrained, storage
 from aiayn.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -128,8 +128,9 @@ def read_pointer(pointer: Path) -> str:
 
 def resolve_checkpoint(path: str | Path) -> Path:
     """The model file PATH means: itself, DIR/model.safetensors, or a run's latest complete
-    checkpoint (``latest_checkpoint``); PATH may be the run or its checkpoints/ directory."""
-    p = Path(path)
+    checkpoint (``latest_checkpoint``); PATH may be the run or its checkpoints/ directory, or
+    the name of a model shipped with aiayn when nothing here has it (``aiayn.pretrained``)."""
+    p, _ = pretrained.resolve(path)  # a shipped model's verified file, or PATH itself
     if p.is_file():
         return p
     if (p / MODEL_FILE).is_file():
@@ -139,7 +140,7 @@ def resolve_checkpoint(path: str | Path) -> Path:
     if latest is not None:
         return latest / MODEL_FILE
     if not p.exists():
-        raise UserError(f"{p}: checkpoint not found")
+        raise UserError(f"{p}: checkpoint not found{pretrained.not_a_name(str(path))}")
     raise UserError(f"{p}: no {MODEL_FILE}, checkpoints/latest or step_* checkpoint in it")
 
 

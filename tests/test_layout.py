@@ -2,8 +2,8 @@
 
 Read from the source with ``ast``, every import counted, those inside functions too: no import
 circle; the model (``aiayn.model``, ``aiayn.attention``) never reaches ``aiayn.kernels``, which
-are applied from above; inference (translator, decode, evaluate, export, explore) never reaches
-``aiayn.train``; the run directory's file names are spelled in ``aiayn.run_dir`` only.
+are applied from above; inference (translator, decode, evaluate, export, explore, pretrained)
+never reaches ``aiayn.train``; the run directory's file names are spelled in ``aiayn.run_dir`` only.
 """
 
 from __future__ import annotations
@@ -14,7 +14,14 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "aiayn"
-INFERENCE = ("aiayn.translator", "aiayn.decode", "aiayn.evaluate", "aiayn.export", "aiayn.explore")
+INFERENCE = (
+    "aiayn.translator",
+    "aiayn.decode",
+    "aiayn.evaluate",
+    "aiayn.export",
+    "aiayn.explore",
+    "aiayn.pretrained",  # the shipped models: run_dir resolves their names
+)
 # (config.json is left out: a Hugging Face directory has one of its own, aiayn.export.hf's.)
 RUN_FILES = {"metrics.jsonl", "train.lock", "model.safetensors", "trainer.pt", "meta.json"}
 

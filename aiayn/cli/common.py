@@ -283,3 +283,14 @@ def output_dir(path: str | Path | None, flag: str) -> None:
 def stderr(verb: str, message: str) -> None:
     """One line for the user on stderr, prefixed like the CLI's errors."""
     print(f"aiayn {verb}: {message}", file=sys.stderr, flush=True)
+
+
+def say_checkpoint(verb: str, checkpoint: str | Path) -> None:
+    """For a --checkpoint that is a shipped model's name, one line on stderr saying which model
+    it means: the shipped one, or the file or directory of that name here, which wins
+    (``aiayn.pretrained.resolve``; a damaged shipped file is a UserError). Nothing otherwise."""
+    from aiayn.pretrained import resolve
+
+    _, how = resolve(checkpoint)
+    if how is not None:
+        stderr(verb, how)

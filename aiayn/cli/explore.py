@@ -5,8 +5,9 @@
 
 Serves a local page (no network needed) whose every number comes from the library: the
 translation of `aiayn translate`, every intermediate of `aiayn.trace`, the beam search's own
-steps. --checkpoint takes what translate takes (a model file, a checkpoint or a run
-directory); the default is the model `make demo` writes. Ctrl-C stops the server.
+steps. --checkpoint takes what translate takes (a model file, a checkpoint, a run directory
+or a shipped model's name); the default is the model `make demo` writes, else the shipped
+model en-zh where this aiayn ships it (docs/pretrained.md). Ctrl-C stops the server.
 """
 
 from __future__ import annotations
@@ -17,16 +18,18 @@ import socket
 from pathlib import Path
 
 from aiayn.cli._signals import interruptible
-from aiayn.cli.common import check_device, device, integer, threads
+from aiayn.cli.common import check_device, device, integer, say_checkpoint, threads
 
 DEFAULT_CHECKPOINT = Path("runs/demo/average.safetensors")  # written by `aiayn demo`
+DEFAULT_SHIPPED = "en-zh"  # without it: the shipped model of that name (aiayn.pretrained)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--checkpoint",
         type=Path,
-        help=f"model file, checkpoint or run directory (default {DEFAULT_CHECKPOINT})",
+        help=f"model file, checkpoint, run directory or shipped model's name (default "
+        f"{DEFAULT_CHECKPOINT}, else the shipped {DEFAULT_SHIPPED})",
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument(
@@ -49,25 +52,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aiayn.errors import UserError, require
+    from aiayn.errors import require
 
     require("starlette", "explore")  # the optional extra, before anything
     require("uvicorn", "explore")
     run_on = check_device(args.device)  # before loading: a CUDA this machine lacks is one line
     checkpoint = args.checkpoint
     if checkpoint is None:
-        if not DEFAULT_CHECKPOINT.is_file():
-            raise UserError(
-                f"no model to explore: {DEFAULT_CHECKPOINT} does not exist; `make demo` makes "
-                "it, or pass --checkpoint PATH"
-            )
-        checkpoint = DEFAULT_CHECKPOINT
+        checkpoint = default_checkpoint()
+    say_checkpoint("explore", checkpoint)  # a shipped model's name: which model it means
 
     import torch
     import uvicorn
 
     from aiayn.explore.app import create_app
     from aiayn.explore.core import Explorer
+    from aiayn.pretrained import describe
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -78,7 +78,8 @@ def run(args: argparse.Namespace) -> int:
     host = f"[{args.host}]" if ":" in args.host else args.host
     url = f"http://{host}:{port}/" + ("?lang=zh" if args.lang == "zh" else "")
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
-    print(f"aiayn explore: {explorer.path} on {url}  (Ctrl-C stops)", flush=True)
+    shown = describe(explorer.path)  # the path, or "the shipped model NAME (...)"
+    print(f"aiayn explore: {shown} on {url}  (Ctrl-C stops)", flush=True)
     if not args.no_browser:
         import threading
         import webbrowser
@@ -89,6 +90,22 @@ def run(args: argparse.Namespace) -> int:
         server.run(sockets=[sock])
     print("aiayn explore: stopped", flush=True)
     return 0
+
+
+def default_checkpoint() -> Path | str:
+    """The model `make demo` writes, else the shipped DEFAULT_SHIPPED, else one line saying how
+    to get a model."""
+    from aiayn.errors import UserError
+    from aiayn.pretrained import names
+
+    if DEFAULT_CHECKPOINT.is_file():
+        return DEFAULT_CHECKPOINT
+    if DEFAULT_SHIPPED in names():
+        return DEFAULT_SHIPPED
+    raise UserError(
+        f"no model to explore: {DEFAULT_CHECKPOINT} does not exist; `make demo` makes "
+        "it, or pass --checkpoint PATH"
+    )
 
 
 def _listen(host: str, port: int) -> socket.socket:

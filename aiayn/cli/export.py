@@ -48,6 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from aiayn.cli.common import say_checkpoint
     from aiayn.export import (
         DEFAULT_MAX_POSITIONS,
         EXPORT_NEEDS,
@@ -79,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
                 f"--quantization: unknown type {args.quantization!r}; choose from "
                 f"{', '.join(QUANTIZATIONS)}"
             )
+    say_checkpoint("export", args.checkpoint)  # a shipped model's name: which model it means
     if args.format == "hf":
         return _export_hf(args, out)
     path = resolve_checkpoint(args.checkpoint)

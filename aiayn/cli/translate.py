@@ -168,6 +168,9 @@ def translator_from_args(args: argparse.Namespace, fallback_tokenizer: Any = Non
     device = check_device(args.device)  # a CUDA this machine lacks: one line, before loading
     if args.threads:
         torch.set_num_threads(args.threads)
+    from aiayn.cli.common import say_checkpoint
+
+    say_checkpoint(getattr(args, "verb", "translate"), args.checkpoint)  # a shipped model's name
     return load_translator(
         args.checkpoint,
         cfg,

@@ -29,6 +29,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from aiayn import pretrained
 from aiayn.config import DecodeConfig
 from aiayn.data.specials import BOS, EOS
 from aiayn.decode import BeamStep, length_penalty
@@ -162,6 +163,9 @@ class Explorer:
             for d in list_checkpoints(self.run_dir):
                 self.checkpoints[d.name] = d / MODEL_FILE
             self.corpus, self.examples = _examples(self.run_dir)
+        elif (name := pretrained.shipped_name(self.path)) is not None:  # shipped with aiayn
+            self.corpus = pretrained.entry(name)["description"]
+            self.examples = pretrained.examples(name)[:MAX_EXAMPLES]
         self._loaded: OrderedDict[str, Transformer] = OrderedDict()
         self._lock = threading.Lock()
 
