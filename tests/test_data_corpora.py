@@ -311,6 +311,66 @@ def test_multi30k_missing_files_and_no_network(tmp_path: Path) -> None:
         multi30k_corpus(None, tmp_path, base_url="http://127.0.0.1:9/")
 
 
+def test_a_mirror_without_a_trailing_slash_fetches_the_right_path(
+    tmp_path: Path, http_root, monkeypatch
+) -> None:
+    """base + "/" + name: `--mirror http://127.0.0.1:PORT` once fetched `...:PORTtrain.en.gz`."""
+    root, url = http_root
+    sums = write_raw(tmp_path / "plain", M30K)
+    write_gz(tmp_path / "plain", root)
+    (root / "raw").mkdir()
+    write_gz(tmp_path / "plain", root / "raw")
+    from aiayn.data.corpora import multi30k
+
+    monkeypatch.setattr(multi30k, "SHA256", sums)
+    host = url.rstrip("/")  # http://127.0.0.1:PORT
+    prepare_multi30k(tmp_path / "out", "--mirror", host, "--cache-dir", str(tmp_path / "c1"))
+    assert load_prepared(tmp_path / "out").manifest["source_info"]["url"] == host
+    (root / "train.en.gz").unlink()  # from here on, only raw/ can serve train.en.gz
+    multi30k_corpus(None, tmp_path / "c2", base_url=f"{host}/raw", sha256=sums)
+    assert (tmp_path / "c2" / "multi30k" / "train.en").read_bytes() == (
+        tmp_path / "plain" / "train.en"
+    ).read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("base", "joined"),
+    [
+        ("http://127.0.0.1:9", "http://127.0.0.1:9/train.en.gz"),
+        ("http://127.0.0.1:9/", "http://127.0.0.1:9/train.en.gz"),
+        ("https://host/a/raw", "https://host/a/raw/train.en.gz"),
+        ("https://host/a/raw//", "https://host/a/raw/train.en.gz"),
+        ("https://host/raw/?token=1", "https://host/raw/train.en.gz?token=1"),
+        ("file:///srv/m30k", "file:///srv/m30k/train.en.gz"),
+    ],
+)
+def test_a_mirror_and_a_file_name_are_joined_with_one_slash(base, joined) -> None:
+    from aiayn.data.corpora.download import join_url
+
+    assert join_url(base, "train.en.gz") == joined
+
+
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("127.0.0.1:9", "no scheme"),
+        ("ftp://127.0.0.1/", "not 'ftp'"),
+        ("", "it is empty"),
+        ("http://a b/", "a space"),
+        ("http://127.0.0.1:65536/", "from 1 to 65535"),
+        ("http:///x", "no host"),
+    ],
+)
+def test_a_mirror_that_is_not_a_url_is_one_user_error(tmp_path: Path, url, why) -> None:
+    from aiayn.data.corpora.wmt14 import wmt14_corpus
+
+    with pytest.raises(UserError, match=f"is not a URL to download from .*{why}"):
+        multi30k_corpus(None, tmp_path, base_url=url)
+    with pytest.raises(UserError, match=why):
+        wmt14_corpus(tmp_path, base_url=url)
+    assert list(tmp_path.iterdir()) == []  # refused before anything is written
+
+
 @pytest.mark.skipif(not SHARED_MULTI30K.is_dir(), reason="shared Multi30k copy not present")
 def test_multi30k_checksums_match_the_shared_copy() -> None:
     from aiayn.data.corpora.multi30k import SHA256

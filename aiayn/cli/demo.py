@@ -122,7 +122,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--multi30k-url",
-        default=os.environ.get(MULTI30K_URL_ENV) or None,
+        default=None,  # else $AIAYN_MULTI30K_URL, read by run() so that its errors name it
         help=f"base URL to download Multi30k from (default ${MULTI30K_URL_ENV}, else the "
         "official repository); the checksums are checked either way",
     )
@@ -269,6 +269,9 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--minutes must be > 0, got {args.minutes}")
     if args.steps < 0:
         raise UserError(f"--steps must be >= 0, got {args.steps}")
+    from aiayn.data.corpora.download import url_from
+
+    args.multi30k_url = url_from(args.multi30k_url, "--multi30k-url", MULTI30K_URL_ENV)
     if args.threads:
         torch.set_num_threads(args.threads)
     run_dir = Path(args.run)

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from aiayn.data.corpora import Corpus
-from aiayn.data.corpora.download import fetch, gunzip
+from aiayn.data.corpora.download import check_url, fetch, gunzip, join_url
 from aiayn.data.textio import DecodeCounter, Errors, read_aligned
 from aiayn.errors import UserError
 
@@ -38,12 +38,14 @@ def download_multi30k(
 ) -> Path:
     """Fetch the six .gz files, decompress them into cache/multi30k, check their SHA-256."""
     sums = SHA256 if sha256 is None else sha256
+    check_url(base_url, "Multi30k's base URL")  # before anything is written
     dest = cache / "multi30k"
     dest.mkdir(parents=True, exist_ok=True)
     for stem in SPLIT_FILES.values():
         for lang in LANGS:
             name = f"{stem}.{lang}"
-            gz = fetch(base_url + name + ".gz", dest / "gz" / f"{name}.gz", progress=progress)
+            url = join_url(base_url, f"{name}.gz")
+            gz = fetch(url, dest / "gz" / f"{name}.gz", progress=progress)
             gunzip(gz, dest / name, sha256=sums.get(name))
     return dest
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from aiayn import storage
 from aiayn.data.corpora import Corpus
-from aiayn.data.corpora.download import fetch
+from aiayn.data.corpora.download import check_url, fetch, join_url
 from aiayn.data.textio import DecodeCounter, Errors, count_lines, read_aligned, read_lines
 from aiayn.errors import UserError
 
@@ -115,7 +115,7 @@ def _extract_member(archive: Path, inner: str, dest: Path) -> Path:
 def fetch_part(part: Part, cache: Path, base_url: str | None, progress: bool) -> tuple[Path, Path]:
     """Download the archive of part (once) and extract its two sides; check their line counts."""
     name = part.url.rsplit("/", 1)[-1]
-    url = part.url if base_url is None else base_url.rstrip("/") + "/" + name
+    url = part.url if base_url is None else join_url(base_url, name)
     archive = fetch(url, cache / "archives" / name, progress=progress)
     en = _extract_member(archive, part.en, cache / "extracted" / part.en)
     de = _extract_member(archive, part.de, cache / "extracted" / part.de)
@@ -138,6 +138,8 @@ def wmt14_corpus(
 ) -> Corpus:
     """WMT14 EN-DE: downloaded from statmt.org (or base_url, for tests) into cache/wmt14."""
     recipe = RECIPE if recipe is None else recipe
+    if base_url is not None:
+        check_url(base_url, "WMT14's base URL")  # before anything is written
     root = cache / "wmt14"
     files = {
         split: [fetch_part(p, root, base_url, progress) for p in parts]
