@@ -20,7 +20,8 @@ from aiayn.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
 CASES = all_cases()
-VERBS = ("prepare", "train", "average", "translate", "evaluate", "walkthrough", "plot", "demo")
+VERBS = ("prepare", "train", "average", "translate", "evaluate", "walkthrough", "plot", "demo",
+         "table3")  # fmt: skip
 DOORS = ("import-hf", "export")  # issue 53's, where their extras are installed (bad_inputs_hf)
 
 

@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
+from bad_inputs_table3 import line, record, write_dir
 
 from aiayn.cli import main as aiayn
 from aiayn.config import PRESETS
 from aiayn.errors import UserError
 from aiayn.table3 import report
-from aiayn.table3.results import Protocol, append_result, check_protocol, read_results
+from aiayn.table3.results import (
+    RECORD,
+    Protocol,
+    append_result,
+    check_protocol,
+    read_results,
+    record_problem,
+)
 from aiayn.table3.rows import (
     PAPER_BASE,
     SMALL_BASE,
@@ -133,18 +142,76 @@ def test_the_bootstrap_cuts_words_as_the_runs_dev_bleu_did(tmp_path, monkeypatch
 
 
 def test_results_file_drops_a_half_written_last_line(tmp_path) -> None:
-    append_result(tmp_path, {"run": "base-s1"})
+    write_dir(tmp_path)
+    append_result(tmp_path, record(seed=1))
     with (tmp_path / "results.jsonl").open("a") as fh:
         fh.write('{"run": "base-s2", "dev_pp')  # killed while appending
+    before = (tmp_path / "results.jsonl").read_bytes()
     assert [r["run"] for r in read_results(tmp_path)] == ["base-s1"]
-    append_result(tmp_path, {"run": "base-s2"})
+    assert (tmp_path / "results.jsonl").read_bytes() == before  # reading never writes
+    append_result(tmp_path, record(seed=2))  # the half-written line is cut off first
     assert [r["run"] for r in read_results(tmp_path)] == ["base-s1", "base-s2"]
 
 
 def test_a_broken_line_inside_the_results_file_is_named(tmp_path) -> None:
-    (tmp_path / "results.jsonl").write_text('{"run": "a"}\nnot json\n{"run": "b"}\n')
-    with pytest.raises(UserError, match=r"results.jsonl:2: not a JSON record"):
+    write_dir(tmp_path, [line(record(seed=1)), b"not json", line(record(seed=2))])
+    with pytest.raises(UserError, match=r"results.jsonl: line 2: not a JSON record"):
         read_results(tmp_path)
+
+
+def test_every_record_the_runner_writes_fits_the_schema() -> None:
+    """The keys the runner writes (its record, tests/bad_inputs_table3.record) cover RECORD."""
+    import inspect
+
+    import aiayn.cli.table3 as verb
+
+    source = inspect.getsource(verb.run)
+    for key in RECORD:
+        assert f'"{key}":' in source, key
+    assert all(record_problem(r, COMMITTED) == "" for r in read_results(COMMITTED))
+
+
+@pytest.mark.parametrize(
+    ("damage", "report_only"),
+    [("bad line", False), ("bad line", True), ("bad protocol", False), ("bad protocol", True),
+     ("other steps", False)],
+)  # fmt: skip
+def test_a_refused_run_leaves_the_results_file_as_it_was(
+    tmp_path, raw, capsys, damage, report_only
+) -> None:
+    """Refused before anything is run or written: results.jsonl keeps every byte, its
+    half-written last line included (cut off only when a record is appended)."""
+    out = tmp_path / "t3"
+    lines = [line(record(seed=1)), line(record(seed=2))]
+    if damage == "bad line":
+        lines.insert(1, b"[1, 2]")
+    protocol = {"other steps": {"steps": 5}, "bad protocol": {"steps": "3"}}.get(damage, {})
+    write_dir(out, lines, {**dataclasses.asdict(Protocol(steps=3)), **protocol})
+    with (out / "results.jsonl").open("ab") as fh:
+        fh.write(b'{"run": "E-learned-s1", "dev_')  # a kill while appending
+    before = {p: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+    if report_only:
+        assert aiayn(["table3", "--report-only", "--out", str(out)]) == 2
+    else:
+        assert _table3(out, raw) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    after = {p: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+    assert after == before  # nothing written, nothing removed, no data prepared
+
+
+@pytest.mark.parametrize("verb", ["table3", "demo"])
+def test_a_bad_mirror_url_in_the_environment_is_named(verb, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("AIAYN_MULTI30K_URL", "ftp://127.0.0.1/multi30k")
+    out = ["--out", str(tmp_path / "t3")] if verb == "table3" else ["--run", str(tmp_path / "d")]
+    assert aiayn([verb, *out, "--source", "multi30k"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert err[0].startswith(
+        f"aiayn {verb}: error: $AIAYN_MULTI30K_URL: 'ftp://127.0.0.1/multi30k' is not a URL"
+    )
+    assert not (tmp_path / "t3").exists()
+    assert not (tmp_path / "d").exists()
 
 
 def test_another_budget_in_the_same_directory_is_refused(tmp_path) -> None:

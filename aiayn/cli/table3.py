@@ -20,7 +20,9 @@ results.jsonl (one record per finished run, with its config, seed, commit and th
 matmul peak), hyps/ (the dev translations, for the paired bootstrap), runs/ (checkpoints),
 report.md (and the same as one self-contained page, report.html) and plots/table3-{A..E}.png.
 Interrupted (Ctrl-C, a kill), the same command continues the run it was in from its last
-checkpoint and never redoes a finished run.
+checkpoint and never redoes a finished run. A damaged protocol.json or results.jsonl (named
+with its line), an OUT/data of another corpus and a --multi30k-url that is not a URL are
+refused in one line before anything is run or written.
 
 How long: a base-sized run of 1000 steps trains in 4.4 to 5.9 minutes with 2 threads on an
 otherwise idle 2-core machine (10.6 to 17.6 on one thread of a shared one) and is scored in
@@ -113,7 +115,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--multi30k-url",
         metavar="URL",
-        default=os.environ.get(MULTI30K_URL_ENV) or None,
+        default=None,  # else $AIAYN_MULTI30K_URL, read by run() so that its errors name it
         help=f"a mirror to download Multi30k from (default ${MULTI30K_URL_ENV})",
     )
     parser.add_argument(
@@ -160,15 +162,49 @@ def _last_line(log: Path) -> str:
     return lines[-1] if lines else "(no output)"
 
 
-def _prepare(args: argparse.Namespace, out: Path, vocab: int) -> tuple[Path, str]:
-    """The prepared corpus in OUT/data (reused when complete): (directory, corpus name)."""
+def _reused(args: argparse.Namespace, data: Path, vocab: int) -> str | None:
+    """The corpus of OUT/data when an earlier invocation prepared it, or None (none, or
+    incomplete). Another corpus than this table's is refused: another source, language pair or
+    vocabulary, or a tokenizer that OUT/protocol.json does not record."""
     from aiayn.data import load_prepared
+    from aiayn.table3.results import read_protocol
 
-    data = out / "data"
-    with contextlib.suppress(UserError):
+    try:
         manifest = load_prepared(data).manifest
-        if manifest.get("options", {}).get("vocab_size") == vocab:
-            return data, manifest["source"]
+    except UserError:
+        return None
+    source = manifest.get("source")
+    options = manifest.get("options") if isinstance(manifest.get("options"), dict) else {}
+    wanted = ("multi30k", "packaged") if args.source == "auto" else (args.source,)
+    pair = f"{manifest.get('src_lang')}-{manifest.get('tgt_lang')}"
+    found = read_protocol(data.parent)
+    problem = ""
+    if source not in wanted:
+        problem = f"it holds {source!r}, --source {args.source} takes {' or '.join(wanted)}"
+    elif pair != "en-de":
+        problem = f"its language pair is {pair}, not en-de"
+    elif options.get("vocab_size") != vocab:
+        problem = f"its vocabulary size is {options.get('vocab_size')!r}, not {vocab}"
+    elif found is not None and found["corpus"] != source:
+        problem = f"it holds {source!r}, protocol.json records {found['corpus']!r}"
+    elif found is not None and found["tokenizer_sha256"] != _sha256(data):
+        problem = "its tokenizer is not the one protocol.json records: another corpus"
+    if problem:
+        raise UserError(
+            f"{data}: not this table's corpus ({problem}); remove it to prepare it anew, "
+            "or choose another --out"
+        )
+    return source
+
+
+def _prepare(
+    args: argparse.Namespace, out: Path, vocab: int, reused: str | None
+) -> tuple[Path, str]:
+    """The prepared corpus in OUT/data: (directory, corpus name); reused names the corpus that
+    an earlier invocation prepared there (``_reused``), None prepares it."""
+    data = out / "data"
+    if reused is not None:
+        return data, reused
     log = out / "logs" / "prepare.log"
     base = [
         "prepare",
@@ -334,9 +370,9 @@ def _small(protocol: Any) -> Any:
 def write_report(out: Path) -> Path:
     """OUT/report.md, the same as one page OUT/report.html, and OUT/plots/, from results.jsonl."""
     from aiayn.table3 import html, report
-    from aiayn.table3.results import read_results
+    from aiayn.table3.results import check_directory
 
-    records = read_results(out)
+    records = check_directory(out)
     if not records:
         raise UserError(f"{out}: no results yet (results.jsonl is missing or empty)")
     checked = report.check_findings(records)
@@ -397,11 +433,19 @@ def write_report(out: Path) -> Path:
 def run(args: argparse.Namespace) -> int:
     import torch
 
+    from aiayn.data.corpora.download import url_from
     from aiayn.table3.report import bleu_tokenizer_of
-    from aiayn.table3.results import Protocol, append_result, check_protocol, read_results, run_id
+    from aiayn.table3.results import (
+        Protocol,
+        append_result,
+        check_directory,
+        check_protocol,
+        run_id,
+    )
     from aiayn.table3.rows import VARIATIONS, quantities, scale_variation, variations
 
     out = Path(args.out)
+    args.multi30k_url = url_from(args.multi30k_url, "--multi30k-url", MULTI30K_URL_ENV)
     if args.report_only:
         _say(f"report: {write_report(out)}")
         return 0
@@ -412,18 +456,20 @@ def run(args: argparse.Namespace) -> int:
     chosen = variations(args.rows)
     todo += [(v, s) for s in range(1, args.seeds + 1) for v in chosen]
     protocol = Protocol(steps=args.steps)
+    records = check_directory(out, protocol)  # before anything is run or written
+    reused = _reused(args, out / "data", protocol.vocab_size)
     _say(
         f"Table 3 at CPU scale: rows {','.join(args.rows)}, {len(todo)} runs of {args.steps:,} "
         f"updates of {protocol.max_tokens:,} tokens, in {out}"
     )
     _say(_plan_table([VARIATIONS[0], *chosen], protocol))
     out.mkdir(parents=True, exist_ok=True)
-    data, corpus = _prepare(args, out, protocol.vocab_size)
+    data, corpus = _prepare(args, out, protocol.vocab_size, reused)
     protocol = dataclasses.replace(protocol, corpus=corpus, tokenizer_sha256=_sha256(data))
     check_protocol(out, protocol)
     if corpus != "multi30k":
         _say("corpus: the packaged corpus (a FALLBACK: Multi30k could not be had)")
-    done = {r["run"] for r in read_results(out)}
+    done = {r["run"] for r in records}
     refs = _refs(data, out)
     from aiayn.flops import matmul_peak
 

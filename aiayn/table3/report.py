@@ -192,7 +192,12 @@ def bleu_tokenizer_of(record: dict[str, Any]) -> str:
 
 
 def _lines(path: Path) -> list[str]:
-    return path.read_text(encoding="utf-8").split("\n")[:-1]
+    try:
+        return path.read_text(encoding="utf-8").split("\n")[:-1]
+    except UnicodeDecodeError:
+        from aiayn.errors import UserError
+
+        raise UserError(f"{path}: not UTF-8 text, so not the translations it should be") from None
 
 
 def _fmt(xs: Sequence[float], digits: int) -> str:
