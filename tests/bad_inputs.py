@@ -1288,7 +1288,7 @@ HAND = [
 
 # The doors added after the first table (issue 53) keep their cases in modules of their own,
 # one a door, each with a CASES list of Case; they are imported here, not by each other.
-DOOR_MODULES = ("bad_inputs_hf", "bad_inputs_flags", "bad_inputs_table3")
+DOOR_MODULES = ("bad_inputs_hf", "bad_inputs_flags", "bad_inputs_table3", "bad_inputs_walkthrough")
 
 
 def _door_cases() -> list[Case]:

@@ -218,7 +218,7 @@ def test_the_report_style_sheet_is_package_data() -> None:
 def test_cli_reports_a_failed_proof(monkeypatch, capsys: pytest.CaptureFixture[str]) -> None:
     import aiayn.walkthrough as wt
 
-    def broken(cfg: WalkthroughConfig):
+    def broken(cfg: WalkthroughConfig, view: object = None):
         raise ProofError("step 2 (layer 1), head 1: Q_1 = X W_Q1: differs by 1e-3")
 
     monkeypatch.setattr(wt, "build", broken)

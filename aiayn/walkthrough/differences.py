@@ -41,6 +41,8 @@ def scale_aside(st: Steps, cache: dict, rows: list[str]) -> Aside:
         table.append([str(i + 1), *tops, *(f"{e:.3f}" for e in ents)])
         pairs.append(pair)
     sq = {"sdk": f"{math.sqrt(K):.3f}", "sd": f"{math.sqrt(d):.3f}", "r": f"{math.sqrt(d / K):.3f}"}
+    j = (st.view.heads or (1,))[0]  # the first head shown
+    i = j - 1
     box = Aside(st.t("scale.title"))
     box.blocks += [
         Formula(
@@ -51,8 +53,8 @@ def scale_aside(st: Steps, cache: dict, rows: list[str]) -> Aside:
         Para(st.t("scale.text", dk=K, d=d, h=H, u=f"{math.log(len(rows)):.3f}", n=len(rows), **sq)),
         Group(
             [
-                Mat(r"A_1\ (\sqrt{d_k})", pairs[0][0], rows, rows, kind="prob"),
-                Mat(r"A_1\ (\sqrt{d_{\text{model}}})", pairs[0][1], rows, rows, kind="prob"),
+                st.mat(rf"A_{j}\ (\sqrt{{d_k}})", pairs[i][0], rows, rows, kind="prob"),
+                st.mat(rf"A_{j}\ (\sqrt{{d_{{\text{{model}}}}}})", pairs[i][1], rows, rows, "prob"),
             ]
         ),
         Table(st.header("scale"), table),
@@ -75,8 +77,8 @@ def wo_aside(st: Steps, x: np.ndarray, concat: np.ndarray, m: np.ndarray, rows: 
         Para(st.t("wo.text", dv=hv // max(1, st.model.config.n_heads), d=d, p=d * hv)),
         Group(
             [
-                Mat(r"\text{note: } X_E + \operatorname{Concat}", x + concat, rows, cols),
-                Mat(r"\text{paper: } X_E + \operatorname{Concat}\, W^O", x + m, rows, cols),
+                st.mat(r"\text{note: } X_E + \operatorname{Concat}", x + concat, rows, cols),
+                st.mat(r"\text{paper: } X_E + \operatorname{Concat}\, W^O", x + m, rows, cols),
             ]
         ),
     ]

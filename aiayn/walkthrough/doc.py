@@ -38,10 +38,19 @@ class Mat:
     rows: list[str] | None = None
     cols: list[str] | None = None
     kind: Kind = "signed"  # colours: signed (diverging), prob (0..1), mask (0 / -inf)
+    shape: tuple[int, int] | None = None  # the whole matrix's shape when a part is shown
 
     def __post_init__(self) -> None:
         v = np.array(self.values, dtype=np.float64)  # a copy: later steps change the weights
         self.values = v[None, :] if v.ndim == 1 else v
+
+    @property
+    def cut(self) -> tuple[bool, bool]:
+        """(rows left out, columns left out): the values are the first part of a larger matrix."""
+        if self.shape is None:
+            return False, False
+        r, c = self.values.shape
+        return r < self.shape[0], c < self.shape[1]
 
     def labels(self) -> tuple[list[str] | None, list[str] | None]:
         """The row and the column labels, each None where it does not fit the values' shape."""
@@ -56,6 +65,43 @@ class Mat:
             ["0" if mask and x == 0 else number(x, decimals, minus) for x in row]
             for row in self.values
         ]
+
+
+@dataclass(frozen=True)
+class View:
+    """How much of each matrix a walkthrough shows; every value is proved in full regardless.
+
+    ``rows`` and ``cols``: the first rows and columns shown (None: all); ``heads``: the heads
+    shown, numbered from 1 as the note numbers them (None: all); ``top``: step 14 lists each
+    row's ``top`` most probable tokens and shows L and P only in the columns of the target's
+    tokens (None: every column, as for the toy vocabulary).
+    """
+
+    rows: int | None = None
+    cols: int | None = None
+    heads: tuple[int, ...] | None = None
+    top: int | None = None
+
+    def shows_head(self, i: int) -> bool:
+        """Is head i (from 1) shown?"""
+        return self.heads is None or i in self.heads
+
+    def mat(self, m: Mat) -> Mat:
+        """m cut to its first ``rows`` rows and ``cols`` columns (the labels with them)."""
+        r, c = m.values.shape
+        nr = r if self.rows is None or r == 1 else min(r, self.rows)
+        nc = c if self.cols is None else min(c, self.cols)
+        if (nr, nc) == (r, c):
+            return m
+        rows, cols = m.labels()
+        return Mat(
+            m.name,
+            m.values[:nr, :nc],
+            rows[:nr] if rows is not None else None,
+            cols[:nc] if cols is not None else None,
+            m.kind,
+            m.shape or (r, c),
+        )
 
 
 @dataclass

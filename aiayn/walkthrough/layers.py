@@ -16,7 +16,7 @@ import numpy as np
 
 from aiayn import numpy_twin as ref
 from aiayn.walkthrough import differences
-from aiayn.walkthrough.doc import Formula, Group, Mat, Para, Section, arr
+from aiayn.walkthrough.doc import Formula, Group, Para, Section, arr
 from aiayn.walkthrough.steps import Steps
 
 
@@ -108,28 +108,14 @@ def attention(st: Steps, sec: Section, where: str, mha: Any, rec: dict, x_q, x_k
     m, cache = ref.mha_forward(x_q[None], x_kv[None], arr(mha.w_qkv), wo, H, K, keep)
     m, concat, att = m[0], cache["concat"][0], cache["att"]  # (Lq, D), (Lq, H K), per head
     if causal:
-        sec.add(Mat("M", np.where(keep, 0.0, -np.inf), rows, cols, kind="mask"))
+        sec.add(st.mat("M", np.where(keep, 0.0, -np.inf), rows, cols, kind="mask"))
     dcols, kcols = [str(j) for j in range(st.d)], [str(j) for j in range(K)]
+    hidden = []  # the heads the view leaves out: proved all the same
     for i in range(H):
         c, j = slice(i * K, (i + 1) * K), i + 1
         q, k, v, sc, a = (att[n][0, i] for n in ("q", "k", "v", "scores", "weights"))
         o = concat[:, c]  # (Lq, K): O_i = A_i V_i
-        ws = [
-            Mat(rf"W_{{{n}_{j}}}{w_sfx}", w[:, c], dcols, kcols)
-            for n, w in zip("QKV", wqkv, strict=True)
-        ]
-        sec.add(Para(st.t("head", i=j, lo=i * K, hi=(i + 1) * K - 1)), Group(ws))
-        qkv = [Mat(f"Q_{j}", q, rows, kcols), Mat(f"K_{j}", k, cols, kcols)]
-        qkv.append(Mat(f"V_{j}", v, cols, kcols))
-        sec.add(Group(qkv) if len(rows) == len(cols) else qkv[0])
-        if len(rows) != len(cols):
-            sec.add(Group(qkv[1:]))
-        mats = [Mat(f"S_{j}", sc, rows, cols)]
         masked = np.where(keep, sc, -np.inf) if causal else sc  # (Lq, Lk)
-        if causal:
-            mats.append(Mat(rf"S_{{{j},\text{{masked}}}}", masked, rows, cols, kind="mask"))
-        sec.add(Group([*mats, Mat(f"A_{j}", a, rows, cols, kind="prob")]))
-        sec.add(Mat(f"O_{j}", o, rows, kcols))
         proofs = [
             (rf"Q_{j} = {q_name} W_{{Q_{j}}}", q, rec["Q"]),
             (rf"K_{j} = {kv_name} W_{{K_{j}}}", k, rec["K"]),
@@ -139,13 +125,37 @@ def attention(st: Steps, sec: Section, where: str, mha: Any, rec: dict, x_q, x_k
             (rf"A_{j} = \operatorname{{softmax}}(S_{j})", a, rec["weights"]),
             (rf"O_{j} = A_{j} V_{j}", o, rec["O"]),
         ]
+        if not st.view.shows_head(j):
+            hidden.append(str(j))
+            for w, h, t in proofs:
+                st.prove(f"{where}, head {j}", w, h, arr(t)[0, i])
+            continue
+        ws = [
+            st.mat(rf"W_{{{n}_{j}}}{w_sfx}", w[:, c], dcols, kcols)
+            for n, w in zip("QKV", wqkv, strict=True)
+        ]
+        sec.add(Para(st.t("head", i=j, lo=i * K, hi=(i + 1) * K - 1)), Group(ws))
+        qkv = [st.mat(f"Q_{j}", q, rows, kcols), st.mat(f"K_{j}", k, cols, kcols)]
+        qkv.append(st.mat(f"V_{j}", v, cols, kcols))
+        sec.add(Group(qkv) if len(rows) == len(cols) else qkv[0])
+        if len(rows) != len(cols):
+            sec.add(Group(qkv[1:]))
+        mats = [st.mat(f"S_{j}", sc, rows, cols)]
+        if causal:
+            mats.append(st.mat(rf"S_{{{j},\text{{masked}}}}", masked, rows, cols, kind="mask"))
+        sec.add(Group([*mats, st.mat(f"A_{j}", a, rows, cols, kind="prob")]))
+        sec.add(st.mat(f"O_{j}", o, rows, kcols))
         sec.add(*(st.prove(f"{where}, head {j}", w, h, arr(t)[0, i]) for w, h, t in proofs))
+    if hidden:
+        sec.add(
+            Para(st.t("heads.hidden", heads=st.t("sep").join(hidden), n=len(proofs) * len(hidden)))
+        )
     hk = [str(j) for j in range(H * K)]
     cat = r"\operatorname{Concat}(O_1..O_h)"
     sec.add(
         Para(st.t("concat")),
-        Group([Mat(cat, concat, rows, hk), Mat(wo_name, wo, hk, dcols)]),
-        Mat(m_name, m, rows, dcols),
+        Group([st.mat(cat, concat, rows, hk), st.mat(wo_name, wo, hk, dcols)]),
+        st.mat(m_name, m, rows, dcols),
         st.prove(where, cat, concat, arr(rec["concat"])[0]),
         st.prove(where, m_name + rf" = {cat}\, W^O", m, arr(rec["M"])[0]),
     )
@@ -159,19 +169,19 @@ def add_norm(st: Steps, sec: Section, where: str, norm: Any, x, sub, r_model, h_
     r = x + sub  # (L, D)
     h, c = ref.layer_norm_forward(r, gamma, beta, st.eps)  # (L, D)
     cols = [str(j) for j in range(st.d)]
-    sec.add(Mat(r_name, r, rows, cols))
+    sec.add(st.mat(r_name, r, rows, cols))
     if r_model is not None:
         sec.add(st.prove(where, f"{r_name} = {sum_tex}", r, r_model))
     sec.add(
         Group(
             [
-                Mat(r"\mu", c["mu"], rows, ["μ"]),
-                Mat(r"\sigma^2", c["var"], rows, ["σ²"]),
-                Mat(r"\hat{x} = (x - \mu)/\sqrt{\sigma^2 + \epsilon}", c["xhat"], rows, cols),
+                st.mat(r"\mu", c["mu"], rows, ["μ"]),
+                st.mat(r"\sigma^2", c["var"], rows, ["σ²"]),
+                st.mat(r"\hat{x} = (x - \mu)/\sqrt{\sigma^2 + \epsilon}", c["xhat"], rows, cols),
             ]
         ),
-        Group([Mat(r"\gamma", gamma, None, cols), Mat(r"\beta", beta, None, cols)]),
-        Mat(h_name, h, rows, cols),
+        Group([st.mat(r"\gamma", gamma, None, cols), st.mat(r"\beta", beta, None, cols)]),
+        st.mat(h_name, h, rows, cols),
         st.prove(where, rf"{h_name} = \operatorname{{LN}}({r_name})", h, h_model),
     )
 
@@ -187,11 +197,11 @@ def ffn(st: Steps, sec: Section, where: str, mod: Any, rec: dict, x, f_model, ro
     zeros = int((hidden == 0).sum())
     sec.add(
         Para(st.t("ffn.text", d=st.d, dff=w1.shape[1], z=zeros, nh=hidden.size)),
-        Mat("W_1", w1, dcols, fcols),
-        Mat("b_1", b1, None, fcols),
-        Group([Mat("W_2", w2, fcols, dcols), Mat("b_2", b2, None, dcols)]),
-        Mat(relu, hidden, rows, fcols),
-        Mat(f_name, f, rows, dcols),
+        st.mat("W_1", w1, dcols, fcols),
+        st.mat("b_1", b1, None, fcols),
+        Group([st.mat("W_2", w2, fcols, dcols), st.mat("b_2", b2, None, dcols)]),
+        st.mat(relu, hidden, rows, fcols),
+        st.mat(f_name, f, rows, dcols),
         st.prove(where, relu, hidden, arr(rec["hidden"])[0]),
         st.prove(where, rf"{f_name} = \operatorname{{ReLU}}(\cdot) W_2 + b_2", f, f_model),
     )

@@ -92,7 +92,10 @@ def matrix(m: Mat, decimals: int) -> str:
     r, c = v.shape
     finite = v[np.isfinite(v)]
     scale = float(np.abs(finite).max()) if finite.size else 1.0
-    shape = f"{r}×{c}" if r > 1 else f"{c}"
+    full_r, full_c = m.shape or (r, c)
+    shape = f"{full_r}×{full_c}" if full_r > 1 else f"{full_c}"
+    more_rows, more_cols = m.cut  # a part of a larger matrix: … and ⋮ where the rest would be
+    more = '<td class="more">…</td>' if more_cols else ""
     cells, (rows, cols) = m.cells(decimals, minus="−"), m.labels()
     out = [
         f'<figure class="mat"><figcaption>{tex(m.name)}<span class="shape">{shape}</span>'
@@ -100,14 +103,18 @@ def matrix(m: Mat, decimals: int) -> str:
     ]
     if cols:
         head = "<th></th>" if rows else ""
-        out.append("<tr>" + head + "".join(f"<th>{html.escape(x)}</th>" for x in cols) + "</tr>")
+        heads = "".join(f"<th>{html.escape(x)}</th>" for x in cols)
+        out.append("<tr>" + head + heads + ("<th>…</th>" if more_cols else "") + "</tr>")
     for i in range(r):
         tds = []
         for j in range(c):
             bg, fg = colour(v[i, j], m.kind, scale)
             tds.append(f'<td style="background:{bg};color:{fg}">{cells[i][j]}</td>')
         label = f"<th>{html.escape(rows[i])}</th>" if rows else ""
-        out.append("<tr>" + label + "".join(tds) + "</tr>")
+        out.append("<tr>" + label + "".join(tds) + more + "</tr>")
+    if more_rows:
+        label = "<th></th>" if rows else ""
+        out.append("<tr>" + label + '<td class="more">⋮</td>' * c + "</tr>")
     out.append("</table></figure>")
     return "".join(out)
 

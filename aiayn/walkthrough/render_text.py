@@ -207,19 +207,27 @@ def wrap(text: str, limit: int = WIDTH, indent: str = "") -> list[str]:
 
 
 def matrix_lines(m: Mat, decimals: int) -> list[str]:
-    """Title with the shape, column labels, then one line per row."""
-    r, c = m.values.shape
+    """Title with the shape, column labels, then one line per row.
+
+    A matrix shown in part (``Mat.shape``) gives its whole shape in the title, and a column of
+    … and a row of ⋮ where columns and rows are left out.
+    """
+    r, c = m.shape or m.values.shape
     shape = f"({r}×{c})" if r > 1 else f"({c})"
+    more_rows, more_cols = m.cut
     cells, (rows, cols) = m.cells(decimals), m.labels()
     w = max([width(x) for row in cells for x in row] + [width(x) for x in (cols or [])])
     lw = max((width(x) for x in rows), default=0) if rows else 0
     lead = _pad("", lw) + (" " if rows else "")
+    tail = " …" if more_cols else ""
     lines = [f"{tex_to_text(m.name)}  {shape}"]
     if cols:
-        lines.append(lead + " ".join(_pad(x, w, right=True) for x in cols))
+        lines.append(lead + " ".join(_pad(x, w, right=True) for x in cols) + tail)
     for k, row in enumerate(cells):
         label = (_pad(rows[k], lw) + " ") if rows else ""
-        lines.append(label + " ".join(_pad(x, w, right=True) for x in row))
+        lines.append(label + " ".join(_pad(x, w, right=True) for x in row) + tail)
+    if more_rows:
+        lines.append(lead + " ".join(_pad("⋮", w, right=True) for _ in cells[0]))
     return lines
 
 

@@ -65,6 +65,11 @@ TEXT: dict[str, str] = {
         "d_model × h·d_k matrix; head i is its columns i·d_k … (i+1)·d_k − 1 (likewise W^K, W^V)."
     ),
     "head": "Head {i} (columns {lo}…{hi} of W^Q, W^K and W^V):",
+    "sep": ", ",  # between the items of a list (heads 1, 2)
+    "heads.hidden": (
+        "Heads {heads}: not shown (--heads chooses), proved all the same ({n} more checks, "
+        "counted in the summary)."
+    ),
     "concat": "The heads' outputs side by side, then multiplied by W^O:",
     "s3.title": "Step 3. Encoder: Add & Norm",
     "s3.text": (
@@ -352,5 +357,77 @@ TEXT: dict[str, str] = {
         "computed; the backward pass by hand equals autograd; the optimizer step equals "
         "torch.optim. The largest absolute difference was {diff} (largest ratio to its "
         "tolerance: {ratio})."
+    ),
+    # A trained model (--checkpoint).
+    "trained.doc.title": "The Transformer, step by step: the note's walkthrough on a trained model",
+    "trained.title": "The sentence and the model",
+    "trained.text": (
+        "This walkthrough replays the study note “Transformer 精简笔记” step by step and with its "
+        "symbols, not on the note's toy example but on a trained model translating a real "
+        "sentence. Every step proves itself: its formula is computed a second time by hand (plain "
+        "NumPy, from the model's parameters and the previous step's values) and compared with "
+        "what the PyTorch model computed (aiayn.trace). A mismatch stops the walkthrough with an "
+        "error; each ✓ line below is one such comparison, with the largest difference found."
+    ),
+    "trained.model": (
+        "The model: {path}. d_model = {d}, h = {h} heads with d_k = d_v = {dk}, d_ff = {dff}, "
+        "N = {n} encoder and {nd} decoder layers, one BPE vocabulary shared by both languages "
+        "with |V| = {v} tokens, {p} parameters. Its weights are copied into float64 and dropout "
+        "is off: one deterministic pass, so that every number can be checked."
+    ),
+    "trained.source": (
+        "The source “{src}”: the model's own tokenizer splits it into {n} BPE pieces (▁ marks a "
+        "space before a piece), and the encoder reads them followed by </s>. These are the rows "
+        "of the encoder's matrices:"
+    ),
+    "trained.pieces.cols": "position | piece | id",
+    "trained.translation": (
+        "The model's own translation, found as aiayn translate finds it ({search}): “{tgt}”. It "
+        "is the target here: the decoder reads it shifted right, starting with <s> (teacher "
+        "forcing on the model's own output), and at each position t the token to predict, y_t, is "
+        "the one the translation continues with. These are the rows of the decoder's matrices:"
+    ),
+    "trained.s1.text": (
+        "E_src stacks the rows of E for the {n} source tokens. The paper multiplies them by "
+        "√d_model = {sqrtd} (3.4) and adds the positional encoding PE, whose entries lie between "
+        "−1 and 1: without PE the model could not tell “I love you” from “you love I”. The "
+        "explanation the note left for later is in the toy walkthrough (aiayn walkthrough, "
+        "“Positional encoding, as promised”). PE is computed here from the formula and compared "
+        "with the model's sum."
+    ),
+    "trained.ln.text": (
+        "The note names γ and ε as the trainable parameters. The trainable pair is γ (a scale) "
+        "and β (a shift), two vectors of d_model = {d} numbers, which training has set for "
+        "every LayerNorm of this model; ε = {eps} is a fixed constant that keeps the division "
+        "safe when a row is almost constant. It hardly matters here: this LayerNorm computed "
+        "with ε = 0 differs by at most {dd}."
+    ),
+    "trained.greedy": "greedy search",
+    "trained.beam": "beam search with beam size {k} and length penalty α = {alpha}, section 6.1",
+    "trained.target.cols": "t | the decoder reads | y_t | id of y_t",
+    "trained.shown": (
+        "What is shown: of each matrix, its first {rows} rows and {cols} columns, with … and ⋮ "
+        "where the rest would be (--rows, --cols); of each attention, heads {heads} of {h}, "
+        "numbered from 1 as in the note (--heads); of the vocabulary, the columns of the "
+        "translation's tokens and each position's {top} most probable tokens. Every ✓ still "
+        "compares the whole matrices, every head included. The note's toy example, with "
+        "backpropagation, one optimizer step and the positional encoding explained, is aiayn "
+        "walkthrough without --checkpoint."
+    ),
+    "s13.columns": (
+        "Of the |V| = {v} columns, L and P below show those of the translation's tokens; the "
+        "checks compare all of them."
+    ),
+    "s14.top": (
+        "Each row is a probability distribution over all |V| = {v} tokens. The table gives, for "
+        "each position, the token the translation continues with, its probability, and the {k} "
+        "most probable tokens. A greedy search always takes the most probable one; a beam search "
+        "keeps the best whole sentence, so at some positions it may continue with another."
+    ),
+    "s14.top.cols": "t | input | y_t | p(y_t) | the most probable tokens, with p",
+    "trained.summary.text": (
+        "All {n} checks passed: every step of the note, computed by hand from the trained "
+        "model's parameters, equals what the model computed, in every layer and every head. The "
+        "largest absolute difference was {diff} (largest ratio to its tolerance: {ratio})."
     ),
 }

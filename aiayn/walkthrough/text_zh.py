@@ -54,6 +54,11 @@ TEXT: dict[str, str] = {
         " i 个头是其中第 i·d_k 到 (i+1)·d_k − 1 列（W^K、W^V 同理）。"
     ),
     "head": "第 {i} 个头（W^Q、W^K、W^V 的第 {lo}…{hi} 列）：",
+    "sep": "、",  # between the items of a list (heads 1, 2)
+    "heads.hidden": (
+        "第 {heads} 个头：没有显示（用 --heads 选择），但同样逐项证明过（另有 {n} 项检查，计入小"
+        "结）。"
+    ),
     "concat": "把各个头的输出并排拼起来，再乘以 W^O：",
     "s3.title": "第 3 步　Encoder：Add & Norm",
     "s3.text": (
@@ -294,5 +299,65 @@ TEXT: dict[str, str] = {
     "summary.text": (
         "全部 {n} 项检查通过：笔记的每一步手算结果都等于模型算出的结果；手写的反向传播等于 autogr"
         "ad；优化一步等于 torch.optim。最大的绝对差值是 {diff}（与容差之比最大为 {ratio}）。"
+    ),
+    # 训练好的模型（--checkpoint）
+    "trained.doc.title": "Transformer 逐步演算：在训练好的模型上按笔记走一遍",
+    "trained.title": "句子和模型",
+    "trained.text": (
+        "这份演算按照学习笔记《Transformer 精简笔记》的顺序和符号逐步计算，但用的不是笔记里的小例"
+        "子，而是一个训练好的模型翻译一句真实的句子。每一步都自己证明自己：用纯 NumPy 根据模型自己"
+        "的参数和上一步的结果，把这一步的公式再手算一遍，再和 PyTorch 模型实际算出的中间结果（aiay"
+        "n.trace）逐项比较。只要有一处对不上，演算就报错停止；下面每一行 ✓ 就是一次这样的比较，后"
+        "面写着找到的最大差值。"
+    ),
+    "trained.model": (
+        "模型：{path}。d_model = {d}，h = {h} 个头，d_k = d_v = {dk}，d_ff = {dff}，编码器 N = {n}"
+        " 层、解码器 {nd} 层，两种语言共用一个 BPE 词表，|V| = {v} 个 token，共 {p} 个参数。权重复"
+        "制成 float64，dropout 关闭：这是一次确定的前向计算，每个数都可以核对。"
+    ),
+    "trained.source": (
+        "源句“{src}”：模型自己的分词器把它切成 {n} 个 BPE 片段（▁ 表示片段前面有一个空格），编码"
+        "器读入这些片段，最后加上 </s>。它们就是编码器各个矩阵的行："
+    ),
+    "trained.pieces.cols": "位置 | 片段 | 编号",
+    "trained.translation": (
+        "模型自己的译文，和 aiayn translate 的找法相同（{search}）：“{tgt}”。这里把它当作目标句：解"
+        "码器读入右移一位、以 <s> 开头的译文（用模型自己的输出做 teacher forcing），在每个位置 t "
+        "要预测的 y_t 就是译文接下来的那个 token。它们就是解码器各个矩阵的行："
+    ),
+    "trained.s1.text": (
+        "E_src 是源句 {n} 个 token 在 E 中对应的行。论文把它们乘以 √d_model = {sqrtd}（3.4 节），"
+        "再加上位置编码 PE，PE 的每个数都在 −1 和 1 之间：没有 PE，模型就分不出“I love you”和“you"
+        " love I”。笔记说“等会儿再来解释”的那部分，见小例子的演算（aiayn walkthrough）里“位置编码"
+        "：补上笔记欠的解释”一节。这里的 PE 按公式直接算出，再和模型里的和比较。"
+    ),
+    "trained.ln.text": (
+        "笔记说 γ 和 ε 是可训练参数。实际上可训练的是 γ（缩放）和 β（平移），两个都是 d_model = {"
+        "d} 维的向量，这个模型的每个 LayerNorm 都有训练得到的一组；ε = {eps} 是一个固定的常数，只"
+        "是在某一行几乎不变时保证除法安全。它在这里几乎没有影响：把 ε 换成 0 计算这个 LayerNorm，"
+        "结果最多相差 {dd}。"
+    ),
+    "trained.greedy": "贪心搜索",
+    "trained.beam": "beam search，beam 大小 {k}，长度惩罚 α = {alpha}，见 6.1 节",
+    "trained.target.cols": "t | 解码器读入 | y_t | y_t 的编号",
+    "trained.shown": (
+        "显示的内容：每个矩阵只显示前 {rows} 行、前 {cols} 列，其余部分用 … 和 ⋮ 表示（用 --rows、"
+        "--cols 调整）；每个注意力只显示第 {heads} 个头（共 {h} 个，和笔记一样从 1 开始编号，用 -"
+        "-heads 选择）；词表只显示译文里出现的 token 所在的列，以及每个位置概率最大的 {top} 个 tok"
+        "en。每一行 ✓ 比较的仍然是完整的矩阵，所有的头都包括在内。笔记的小例子，连同反向传播、优化"
+        "一步和位置编码的解释，请运行不带 --checkpoint 的 aiayn walkthrough。"
+    ),
+    "s13.columns": (
+        "|V| = {v} 列中，下面的 L 和 P 只显示译文里出现的 token 所在的列；检查比较的是全部的列。"
+    ),
+    "s14.top": (
+        "每一行是全部 |V| = {v} 个 token 上的概率分布。下表对每个位置列出译文接下来的那个 token、"
+        "它的概率，以及概率最大的 {k} 个 token。贪心搜索每一步都取概率最大的那个；beam search 保"
+        "留整句最好的译文，所以在某些位置可能接上别的 token。"
+    ),
+    "s14.top.cols": "t | 输入 | y_t | p(y_t) | 概率最大的 token 及其概率",
+    "trained.summary.text": (
+        "全部 {n} 项检查通过：笔记的每一步，用训练好的模型的参数手算，结果都等于模型算出的结果，每"
+        "一层、每个头都是如此。最大的绝对差值是 {diff}（与容差之比最大为 {ratio}）。"
     ),
 }
