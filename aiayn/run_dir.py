@@ -26,8 +26,10 @@ are accepted with a warning and without verification (docs/reliability.md).
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
+from typing import Any
 
 from aiayn import pretrained, storage
 from aiayn.errors import UserError
@@ -153,3 +155,34 @@ def find_run_dir(model_file: Path) -> Path | None:
         if (d / CONFIG_FILE).is_file() and (d / CHECKPOINTS).is_dir():
             return d
     return None
+
+
+def read_metrics(path: str | Path) -> list[dict[str, Any]]:
+    """The events of a metrics file (or of RUN/metrics.jsonl when given a run directory).
+
+    Written by training (``aiayn.train.metrics``), read here so that inference (the explorer)
+    can read what a run recorded without importing training.
+    """
+    path = Path(path)
+    if path.is_dir():
+        path = path / METRICS_FILE
+    if not path.is_file():
+        raise UserError(f"{path}: no metrics file (is this a run directory of aiayn train?)")
+    events = []
+    data = path.read_bytes()
+    lines = data.splitlines()
+    for n, raw in enumerate(lines, 1):
+        if not raw.strip():
+            continue
+        try:
+            event = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError as e:
+            raise UserError(f"{path}:{n}: not UTF-8 text ({e.reason})") from None
+        except json.JSONDecodeError as e:
+            if n == len(lines) and not data.endswith(b"\n"):
+                break  # the last line of a process that died while writing it
+            raise UserError(f"{path}:{n}: not a JSON object: {e}") from None
+        if not isinstance(event, dict) or not isinstance(event.get("step", 0), int):
+            raise UserError(f"{path}:{n}: not an event of aiayn train: {raw[:80]!r}")
+        events.append(event)
+    return events

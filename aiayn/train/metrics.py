@@ -13,8 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from aiayn.errors import UserError
-from aiayn.run_dir import METRICS_FILE
+from aiayn.run_dir import METRICS_FILE, read_metrics  # read_metrics: aiayn.train's API too
 from aiayn.storage import append_text, atomic_write
 
 
@@ -38,33 +37,6 @@ class MetricsLog:
         kept = [r for r in read_metrics(self.path) if int(r.get("step", 0)) <= step]
         text = "".join(json.dumps(r) + "\n" for r in kept)
         atomic_write(self.path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
-
-
-def read_metrics(path: str | Path) -> list[dict[str, Any]]:
-    """The events of a metrics file (or of RUN/metrics.jsonl when given a run directory)."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / METRICS_FILE
-    if not path.is_file():
-        raise UserError(f"{path}: no metrics file (is this a run directory of aiayn train?)")
-    events = []
-    data = path.read_bytes()
-    lines = data.splitlines()
-    for n, raw in enumerate(lines, 1):
-        if not raw.strip():
-            continue
-        try:
-            event = json.loads(raw.decode("utf-8"))
-        except UnicodeDecodeError as e:
-            raise UserError(f"{path}:{n}: not UTF-8 text ({e.reason})") from None
-        except json.JSONDecodeError as e:
-            if n == len(lines) and not data.endswith(b"\n"):
-                break  # the last line of a process that died while writing it
-            raise UserError(f"{path}:{n}: not a JSON object: {e}") from None
-        if not isinstance(event, dict) or not isinstance(event.get("step", 0), int):
-            raise UserError(f"{path}:{n}: not an event of aiayn train: {raw[:80]!r}")
-        events.append(event)
-    return events
 
 
 def _series(events: Iterable[dict[str, Any]], event: str, key: str) -> tuple[list, list]:
