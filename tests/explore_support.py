@@ -54,6 +54,31 @@ def make_run(base: Path) -> Path:
     return model
 
 
+def make_mute(model: Path, out: Path, step: int = 20) -> Path:
+    """A model that has not learned to write yet: every translation is empty.
+
+    The trained toy model, its decoder's last LayerNorm set to put out a constant row along
+    E[</s>] (gamma = 0, beta = 10 E[</s>] / |E[</s>]|), so that softmax(Z_D E^T) puts nearly all
+    its mass on </s> at every position; saved alone (no run) as if at update ``step``, as a run
+    stopped after a few minutes leaves its model.
+    """
+    import torch
+
+    from aiayn.data import EOS
+    from aiayn.weights import load_state, save_model
+
+    state, config, meta = load_state(model)
+    E = state["embedding"]  # (V, D)
+    last = config.decoder_layers - 1
+    state[f"decoder.{last}.norm3.weight"] = torch.zeros_like(E[EOS])  # (D,)
+    state[f"decoder.{last}.norm3.bias"] = 10 * E[EOS] / E[EOS].norm()  # (D,)
+    assert int((E @ state[f"decoder.{last}.norm3.bias"]).argmax()) == EOS
+    keep = {k: v for k, v in meta.items() if k in ("tokenizer", "max_train_length")}
+    out.mkdir(parents=True, exist_ok=True)
+    save_model(out / "mute.safetensors", state, config, metadata={**keep, "step": str(step)})
+    return out / "mute.safetensors"
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

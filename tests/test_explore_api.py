@@ -59,6 +59,80 @@ def test_info_names_the_run(server, explore_model) -> None:
     assert info["lang"] == "en"
 
 
+def test_info_says_how_far_the_model_was_trained(server) -> None:
+    """The page names the model: its data and languages, its updates, its validation."""
+    info = server.get("/api/info")[1]
+    assert info["kind"] == "trained"
+    assert info["languages"] == ["en", "de"]
+    assert info["step"] == 150  # the average's newest checkpoint
+    assert info["averaged"] == 2
+    assert info["valid"] is None  # the toy run trains with --valid-every 0
+    assert info["corpus_description"] == "the parallel files given to aiayn prepare"
+
+
+def test_validation_is_the_runs_last_at_or_before_the_models_step(explore_model, tmp_path):
+    import shutil
+
+    from aiayn.explore.card import training
+    from aiayn.run_dir import METRICS_FILE
+
+    run = tmp_path / "run"
+    shutil.copytree(explore_model.parent, run)
+    events = [
+        {"event": "valid", "step": 50, "loss": 2.0, "nll": 2.0, "ppl": 7.389},
+        {"event": "train", "step": 100, "loss": 1.0, "ppl": 2.7},
+        {"event": "valid", "step": 100, "nll": 1.0, "ppl": 2.71828, "bleu": 31.25},
+        {"event": "valid", "step": 200, "nll": 0.5, "ppl": 1.6487},  # after the model's step
+    ]
+    (run / METRICS_FILE).write_text("".join(json.dumps(e) + "\n" for e in events), "utf-8")
+    got = training(run / "checkpoints" / "step_00000100" / "model.safetensors", run)
+    assert got == {"step": 100, "averaged": 0, "valid": {"step": 100, "ppl": 2.7183, "bleu": 31.25}}
+    assert training(run / "checkpoints" / "step_00000050" / "model.safetensors", run)["valid"] == {
+        "step": 50,
+        "ppl": 7.389,
+    }
+    (run / METRICS_FILE).write_text("not json\n{}\n", "utf-8")  # damaged: named without it
+    assert training(run / "average.safetensors", run)["valid"] is None
+
+
+def test_kind_names_imported_and_shipped_models(explore_model, tmp_path) -> None:
+    from aiayn.errors import UserError
+    from aiayn.explore.core import Explorer
+    from aiayn.weights import load_state, save_model
+
+    assert Explorer(explore_model, kind="shipped").info()["kind"] == "shipped"
+    with pytest.raises(UserError, match="kind must be one of"):
+        Explorer(explore_model, kind="borrowed")
+    state, config, meta = load_state(explore_model)
+    origin = "Hugging Face MarianMTModel Helsinki-NLP/opus-mt-en-de (aiayn import-hf)"
+    keep = {"tokenizer": meta["tokenizer"], "origin": origin}
+    save_model(tmp_path / "imported.safetensors", state, config, metadata=keep)
+    info = Explorer(tmp_path / "imported.safetensors").info()
+    assert (info["kind"], info["origin"], info["step"], info["valid"]) == (
+        "imported",
+        origin,
+        None,
+        None,
+    )
+
+
+def test_an_empty_translation_is_flagged(explore_model, tmp_path) -> None:
+    """A model that has not learned to write yet: the answer says the translation is empty,
+    and the model's step is there for the page to say why."""
+    from aiayn.explore.core import Explorer, Request
+    from tests.explore_support import make_mute
+
+    ex = Explorer(make_mute(explore_model, tmp_path / "mute"))
+    got = ex.analyze(Request(text="the dog sees the car ."))
+    assert got["output"]["text"] == ""
+    assert got["output"]["empty"] is True
+    assert got["output"]["ids"] == [EOS]
+    assert got["distribution"][0]["chosen"] == EOS
+    assert ex.info()["step"] == 20
+    trained = Explorer(explore_model).analyze(Request(text="the dog sees the car ."))
+    assert trained["output"]["empty"] is False
+
+
 @pytest.mark.parametrize(("beam", "alpha"), [(4, 0.6), (1, 0.6), (3, 1.5)])
 def test_translation_equals_translate_cli(server, examples, explore_model, tmp_path, beam, alpha):
     lines = [e["source"] for e in examples] + ["the dog sees the car .", "the car finds"]

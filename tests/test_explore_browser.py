@@ -14,6 +14,7 @@ them through scripts/ensure-system-deps.sh and the `explore` extra).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import time
 from pathlib import Path
@@ -40,6 +41,16 @@ LABELS = {
     "zh": {"view-attention": "注意力：每一层、每一个头", "view-beam": "束搜索"},
 }
 TEXT, REFERENCE = "the dog sees the car .", "der Hund sieht das Auto ."
+HEAD = {"en": "head {}", "zh": "头 {}"}
+TIP = {
+    "en": {"weight": "softmax weight", "names": "layer 2 · head 3"},
+    "zh": {"weight": "softmax 权重", "names": "第 2 层 · 头 3"},
+}
+# What the model card says of the toy run (150 steps, the average of 2 checkpoints, EN-DE).
+CARD = {
+    "en": ["150 steps", "the average of 2 checkpoints", "English → German", "trained with aiayn"],
+    "zh": ["150 步", "2 个检查点的平均", "英语 → 德语", "用 aiayn 训练"],
+}
 
 
 @pytest.fixture(scope="module")
@@ -124,6 +135,11 @@ def test_page_in_chromium(server, driver, lang, tmp_path) -> None:
         if not cjk_font():
             pytest.skip("no CJK font installed (scripts/ensure-system-deps.sh installs one)")
         assert glyphs_differ(d), "no CJK font draws the Chinese labels"
+    # The page names the model it shows: its data, languages, training and kind.
+    card = d.find_element(By.ID, "model-info").text
+    for words in CARD[lang]:
+        assert words in card, card
+    assert "run/average.safetensors" in card
     examples = d.find_elements(By.CSS_SELECTOR, "#example option")
     assert len(examples) == 1 + len(server.get("/api/info")[1]["examples"])
 
@@ -146,9 +162,11 @@ def test_page_in_chromium(server, driver, lang, tmp_path) -> None:
     S, T = len(api["source"]["ids"]), len(api["output"]["ids"])
     H, N = 4, 2
     sizes = {"encoder": (S, S), "decoder_self": (T, T), "decoder_cross": (T, S)}
+    # Layers and heads are named from 1, as the note numbers them: map "decoder_cross-2-3" is
+    # layer 2, head 3, the API's attention["decoder_cross"][1]["weights"][2].
     for stack, (rows, cols) in sizes.items():
-        for layer in range(N):
-            for head in [*range(H), "mean"]:
+        for layer in range(1, N + 1):
+            for head in [*range(1, H + 1), "mean"]:
                 c = canvas(d, f"{stack}-{layer}-{head}")
                 assert (int(c.get_attribute("data-rows")), int(c.get_attribute("data-cols"))) == (
                     rows,
@@ -156,10 +174,10 @@ def test_page_in_chromium(server, driver, lang, tmp_path) -> None:
                 )
                 assert c.size["width"] > 0
     assert len(d.find_elements(By.CSS_SELECTOR, "canvas[data-map]")) == 3 * N * (H + 1)
-    # Every small map carries its tokens: the queries beside head 0's rows, the keys under
+    # Every small map carries its tokens: the queries beside head 1's rows, the keys under
     # each map's columns (in the order of the API's pieces).
     queries, keys = ["<s>", *api["output"]["pieces"][:-1]], api["source"]["pieces"]
-    for name, rows in (("decoder_cross-1-0", queries), ("decoder_cross-1-3", None)):
+    for name, rows in (("decoder_cross-2-1", queries), ("decoder_cross-2-4", None)):
         box = canvas(d, name).find_element(By.XPATH, "..")
         got = [
             e.get_attribute("textContent")
@@ -182,8 +200,8 @@ def test_page_in_chromium(server, driver, lang, tmp_path) -> None:
     xe = d.find_element(By.ID, "map-xe")
     assert (int(xe.get_attribute("data-rows")), int(xe.get_attribute("data-cols"))) == (S, 32)
     # The decoder's masked upper triangle is drawn masked (grey), the diagonal is not.
-    assert pixel(d, "decoder_self-0-0", 0, T - 1)[:3] == [238, 238, 238]
-    assert pixel(d, "decoder_self-0-0", T - 1, 0)[:3] != [238, 238, 238]
+    assert pixel(d, "decoder_self-1-1", 0, T - 1)[:3] == [238, 238, 238]
+    assert pixel(d, "decoder_self-1-1", T - 1, 0)[:3] != [238, 238, 238]
 
     # The beam table: one block per step of the search, with its candidates.
     steps = d.find_elements(By.CSS_SELECTOR, "#beam-steps .step")
@@ -193,7 +211,9 @@ def test_page_in_chromium(server, driver, lang, tmp_path) -> None:
         assert len(rows) == 1 + len(step["candidates"])
     # The last step lists every finished hypothesis, the translation first.
     so_far = steps[-1].find_element(By.CSS_SELECTOR, ".finished-so-far").text
-    assert so_far.split(": ", 1)[1].startswith(" ".join(api["output"]["pieces"]) + " (")
+    assert re.split(r": |：", so_far, maxsplit=1)[1].startswith(
+        " ".join(api["output"]["pieces"]) + " ("
+    )
     n_finished = sum(c["status"] == "finished" for s in api["beam"] for c in s["candidates"])
     assert so_far.count(" | ") == n_finished - 1
     # The output distribution: one row per position, the reference's loss below.
@@ -202,7 +222,7 @@ def test_page_in_chromium(server, driver, lang, tmp_path) -> None:
     assert f"{api['reference']['loss_sum']:.4f}" in d.find_element(By.ID, "loss").text
 
     # Hovering a cross-attention cell shows Eq. (1) with the library's weight.
-    c = canvas(d, "decoder_cross-1-2")
+    c = canvas(d, "decoder_cross-2-3")
     d.execute_script(
         """const c = arguments[0], b = c.getBoundingClientRect();
         const x = b.left + 1.5 * b.width / Number(c.dataset.cols);
@@ -212,8 +232,9 @@ def test_page_in_chromium(server, driver, lang, tmp_path) -> None:
     )
     tip = d.find_element(By.ID, "tooltip").get_attribute("textContent")
     weight = api["attention"]["decoder_cross"][1]["weights"][2][0][1]
-    assert f"softmax weight = {weight:.5f}" in tip
+    assert f"{TIP[lang]['weight']} = {weight:.5f}" in tip
     assert "q·k" in tip
+    assert TIP[lang]["names"] in tip  # the map's layer and head, counted from 1
 
     # The training history: a slider over the run's checkpoints, loaded on demand.
     slider = d.find_element(By.ID, "history-slider")
@@ -234,25 +255,27 @@ def test_page_in_chromium(server, driver, lang, tmp_path) -> None:
         out.mkdir(parents=True, exist_ok=True)
         shutil.copy(tmp_path / f"explore-{lang}.png", out / f"explore-{lang}.png")
 
-    # Experiments (off by default): switch off every head of the encoder's layer 0.
+    # Experiments (off by default): switch off every head of the encoder's layer 1.
     assert not d.find_element(By.ID, "experiments").is_displayed()
     before = d.execute_script(
-        "return document.querySelector('canvas[data-map=\"encoder-1-0\"]').toDataURL()"
+        "return document.querySelector('canvas[data-map=\"encoder-2-1\"]').toDataURL()"
     )
     d.find_element(By.ID, "exp-on").click()
-    for head in range(H):
-        d.find_element(By.CSS_SELECTOR, f'button[data-head="encoder-0-{head}"]').click()
+    buttons = d.find_elements(By.CSS_SELECTOR, 'button[data-head^="encoder-1-"]')
+    assert [b.text for b in buttons] == [HEAD[lang].format(h) for h in range(1, H + 1)]
+    for head in range(1, H + 1):
+        d.find_element(By.CSS_SELECTOR, f'button[data-head="encoder-1-{head}"]').click()
     count = rendered(d)
     d.find_element(By.ID, "exp-run").click()
     wait(d, f"return Number(document.body.dataset.rendered || 0) > {count}")
     after = d.execute_script(
-        "return document.querySelector('canvas[data-map=\"encoder-1-0\"]').toDataURL()"
+        "return document.querySelector('canvas[data-map=\"encoder-2-1\"]').toDataURL()"
     )
     assert after != before, "switching heads off changed nothing on the page"
     assert d.find_element(By.ID, "exp-result").text
     # The erratum (sqrt(d_model) for sqrt(d_k)): the summary shows the entropy it changes.
-    for head in range(H):  # heads back on
-        d.find_element(By.CSS_SELECTOR, f'button[data-head="encoder-0-{head}"]').click()
+    for head in range(1, H + 1):  # heads back on
+        d.find_element(By.CSS_SELECTOR, f'button[data-head="encoder-1-{head}"]').click()
     d.find_element(By.ID, "erratum").click()
     count = rendered(d)
     d.find_element(By.ID, "exp-run").click()
@@ -263,6 +286,12 @@ def test_page_in_chromium(server, driver, lang, tmp_path) -> None:
     after_h = float(result.get_attribute("data-entropy-after"))
     assert after_h > before_h  # dividing by the larger sqrt(d_model) flattens the attention
 
+    # No layer or head is numbered from 0 anywhere the learner reads (labels, buttons, tips).
+    seen = d.execute_script("return document.body.innerText")
+    assert not re.search(r"\b(layer|head) 0\b|头 0|第 0 层", seen)
+    if lang == "zh":
+        assert english_words(d) == []
+
     errors = d.execute_script("return window.__errors")
     severe = [e for e in d.get_log("browser") if e["level"] == "SEVERE"]
     assert errors == []
@@ -272,3 +301,75 @@ def test_page_in_chromium(server, driver, lang, tmp_path) -> None:
         "return performance.getEntriesByType('resource').map((e) => e.name)"
     )
     assert all(r.startswith((server.url, "data:")) for r in resources), resources
+
+
+# The ASCII words a Chinese page may show: formulas, identifiers, names. A word with a digit,
+# an underscore or a caret (d_model, W^O, y_t, Multi30k) and a single letter (S, T, Q) are
+# formula symbols and pass; data (sentences, BPE pieces, file names) is marked translate="no".
+FORMULA_WORDS = {
+    "aiayn", "Transformer", "BPE", "PE", "softmax", "log", "lp", "ids", "BLEU", "Lq", "Lk",
+    "WMT", "Tatoeba", "LibreOffice", "Debian", "import", "hf",
+}  # fmt: skip
+
+ENGLISH_WORDS = """
+const out = [];
+const skip = "[translate=no], code, script, style, canvas, svg, select, textarea, #tooltip";
+const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+  const host = n.parentElement;
+  if (!host || host.closest(skip) || !host.getClientRects().length) continue;
+  if (getComputedStyle(host).visibility === "hidden") continue;
+  for (const w of n.textContent.match(/[A-Za-z][A-Za-z0-9_^]*/g) || []) out.push(w);
+}
+return out;
+"""
+
+
+def english_words(d) -> list[str]:
+    """The visible words of the page in Latin letters that are neither formula nor data."""
+    words = d.execute_script(ENGLISH_WORDS)
+    return sorted({w for w in words if len(w) > 1 and not re.search(r"[0-9_^]", w)} - FORMULA_WORDS)
+
+
+@pytest.fixture(scope="module")
+def mute_server(explore_model, tmp_path_factory):
+    """A model stopped after 20 updates, before it learned to write: every translation empty."""
+    from tests.explore_support import make_mute
+
+    with serve(make_mute(explore_model, tmp_path_factory.mktemp("mute"))) as s:
+        yield s
+
+
+EMPTY = {
+    "en": ["empty translation", "</s>", "After 20 training steps", "train longer"],
+    "zh": ["译文是空的", "</s>", "只训练了 20 步", "再多训练"],
+}
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_an_empty_translation_is_explained(mute_server, driver, lang, tmp_path) -> None:
+    """The learner's case: a model trained a few minutes translates every sentence as an empty
+    line; the page says so in words, and why, beside the model's training steps."""
+    d = driver
+    d.get(f"{mute_server.url}/?lang={lang}")
+    wait(d, "return document.body.dataset.ready === '1'")
+    assert not d.find_element(By.ID, "empty-note").is_displayed()
+    card = d.find_element(By.ID, "model-steps").text
+    assert card == {"en": "20 steps", "zh": "20 步"}[lang]
+    count = rendered(d)
+    d.find_element(By.ID, "text").send_keys(TEXT)
+    d.find_element(By.ID, "translate").click()
+    wait(d, f"return Number(document.body.dataset.rendered || 0) > {count}")
+    assert d.find_element(By.ID, "translation").text == ""
+    note = d.find_element(By.ID, "empty-note")
+    assert note.is_displayed()
+    for words in EMPTY[lang]:
+        assert words in note.text, note.text
+    if lang == "zh":
+        assert english_words(d) == []
+    full_screenshot(d, tmp_path / f"explore-empty-{lang}.png")
+    if os.environ.get("AIAYN_SCREENSHOTS"):
+        out = Path(os.environ["AIAYN_SCREENSHOTS"])
+        out.mkdir(parents=True, exist_ok=True)
+        shutil.copy(tmp_path / f"explore-empty-{lang}.png", out / f"explore-empty-{lang}.png")
+    assert d.execute_script("return window.__errors") == []

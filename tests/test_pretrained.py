@@ -279,6 +279,7 @@ def test_explore_opens_the_shipped_en_zh_with_i_love_you_first(
     info = Explorer("en-zh").info()
     assert info["examples"][0] == {"source": "I love you.", "reference": "我爱你。"}
     assert info["corpus_description"] == "a tiny stand-in for English-Chinese"
+    assert info["kind"] == "shipped"  # the page names it so (its card: "shipped with aiayn")
     monkeypatch.setattr(uvicorn.Server, "run", lambda self, sockets=None: None)  # start, stop
     rc, out, err = run(capsys, "explore", "--no-browser", "--port", "0")
     assert (rc, err) == (0, [f"aiayn explore: {USING}"])

@@ -17,7 +17,6 @@ never the code that runs it:
 from __future__ import annotations
 
 import copy
-import json
 import math
 import threading
 from collections import OrderedDict
@@ -34,10 +33,18 @@ from aiayn.config import DecodeConfig
 from aiayn.data.specials import BOS, EOS
 from aiayn.decode import BeamStep, length_penalty
 from aiayn.errors import UserError
+from aiayn.explore.card import (
+    CORPORA,
+    KINDS,
+    MAX_EXAMPLES,
+    TRAINED,
+    origin,
+    run_data,
+    training,
+)
 from aiayn.kernels import FAST
 from aiayn.model import Transformer, trace
 from aiayn.run_dir import (
-    CONFIG_FILE,
     MODEL_FILE,
     find_run_dir,
     list_checkpoints,
@@ -51,20 +58,9 @@ MAX_TOKENS = 256  # source tokens, EOS included
 BEAM_RANGE = (1, 8)
 ALPHA_RANGE = (0.0, 2.0)
 TOP_K = 5  # tokens shown per output position
-MAX_EXAMPLES = 40  # test sentences offered on the page
 MODELS_IN_MEMORY = 2  # history checkpoints kept loaded besides the main model
 STACKS = ("encoder", "decoder_self", "decoder_cross")
 DIGITS = 6  # decimals of the numbers in the JSON
-
-CORPORA = {  # what a run's prepared data was, in words (the page says it beside the input)
-    "packaged": "software help texts (LibreOffice help, from Debian packages), EN-DE",
-    "multi30k": "Multi30k: everyday image captions, EN-DE",
-    "numbers": "numbers written out in words",
-    "copy": "a synthetic copy task",
-    "reverse": "a synthetic reverse task",
-    "wmt14": "WMT 2014 news and parliament texts",
-    "files": "the parallel files given to aiayn prepare",
-}
 
 
 class BadRequest(UserError):
@@ -86,13 +82,6 @@ class Request:
     checkpoint: str | None = None  # a name from Explorer.checkpoint_names; None: the main model
     heads_off: tuple[tuple[str, int, int], ...] = ()  # (stack, layer, head)
     erratum: bool = False
-
-
-def _origin(path: Path) -> str:
-    """Where the model came from: its metadata's "origin" (aiayn import-hf), else aiayn."""
-    from aiayn.weights import read_metadata
-
-    return read_metadata(path).get("origin") or "trained with aiayn"
 
 
 def _round(t: Tensor) -> Any:
@@ -149,21 +138,32 @@ class Explorer:
     loaded on demand, at most ``MODELS_IN_MEMORY`` of them kept (least recently used dropped).
     """
 
-    def __init__(self, checkpoint: str | Path, device: str = "cpu") -> None:
+    def __init__(
+        self, checkpoint: str | Path, device: str = "cpu", kind: str | None = None
+    ) -> None:
+        """``kind`` names the model on the page: "trained" (by aiayn), "imported" (``aiayn
+        import-hf``) or "shipped" (inside the package); None: shipped for a file of
+        ``aiayn.pretrained``, imported where the file's metadata names an origin, else trained."""
+        if kind is not None and kind not in KINDS:
+            raise UserError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
         self.path = resolve_checkpoint(checkpoint)
         self.translator = load_translator(self.path, DecodeConfig(), device=device)
         self.model = self.translator.model
         self.tokenizer = self.translator.tokenizer
         self.device = device
         self.run_dir = find_run_dir(self.path)
-        self.origin = _origin(self.path)
+        self.origin = origin(self.path)
+        self.kind = kind or ("trained" if self.origin == TRAINED else "imported")
+        self.training = training(self.path, self.run_dir)
         self.checkpoints: dict[str, Path] = {}
         self.corpus, self.examples = "unknown", []
+        self.languages: list[str] | None = None
         if self.run_dir is not None:
             for d in list_checkpoints(self.run_dir):
                 self.checkpoints[d.name] = d / MODEL_FILE
-            self.corpus, self.examples = _examples(self.run_dir)
+            self.corpus, self.languages, self.examples = run_data(self.run_dir)
         elif (name := pretrained.shipped_name(self.path)) is not None:  # shipped with aiayn
+            self.kind = kind or "shipped"
             self.corpus = pretrained.entry(name)["description"]
             self.examples = pretrained.examples(name)[:MAX_EXAMPLES]
         self._loaded: OrderedDict[str, Transformer] = OrderedDict()
@@ -175,9 +175,12 @@ class Explorer:
             "checkpoint": str(self.path.resolve()),
             "checkpoint_label": self._label(),
             "origin": self.origin,  # which model this is: trained by aiayn, or imported
+            "kind": self.kind,  # trained, imported or shipped
             "run": str(self.run_dir) if self.run_dir else None,
             "corpus": self.corpus,
             "corpus_description": CORPORA.get(self.corpus, self.corpus),
+            "languages": self.languages,  # [source, target] of the prepared data, or None
+            **self.training,  # step, averaged, valid: how far it was trained
             "examples": self.examples,
             "checkpoints": list(self.checkpoints),
             "model": {
@@ -267,6 +270,7 @@ class Explorer:
                 "ids": best.tokens,
                 "pieces": tok.tokens(best.tokens),
                 "text": tok.decode(best.tokens),
+                "empty": not tok.decode(best.tokens).strip(),  # the page says why in words
                 "logprob": best.logprob,
                 "length": len(best.tokens),
                 "lp": float(length_penalty(len(best.tokens), req.alpha)),
@@ -375,20 +379,3 @@ def _beam(steps: list[BeamStep], tok: Any) -> list[dict[str, Any]]:
             }
         )
     return out
-
-
-def _examples(run_dir: Path) -> tuple[str, list[dict[str, str]]]:
-    """The run's corpus name and the first test pairs of its prepared data (if still there)."""
-    from aiayn.data import load_prepared
-
-    try:
-        data = json.loads((run_dir / CONFIG_FILE).read_text(encoding="utf-8")).get("data")
-        prepared = load_prepared(data)
-        sources, references = prepared.texts("test")
-    except (OSError, ValueError, TypeError, UserError):
-        return "unknown", []
-    pairs = [
-        {"source": s, "reference": r}
-        for s, r in zip(sources[:MAX_EXAMPLES], references[:MAX_EXAMPLES], strict=False)
-    ]
-    return str(prepared.manifest.get("source", "unknown")), pairs

@@ -7,12 +7,35 @@
 
 const I18N = {
   en: {
-    title: "aiayn explore",
-    subtitle: "the trained Transformer on your own sentence",
-    input: "Input", examples: "Test sentences of the run", source: "Source sentence",
+    title: "aiayn explore", colon: ": ", semicolon: "; ", gap: " ",
+    subtitle: "the Transformer on your own sentence, step by step",
+    input: "Input", examples: "Its test sentences", source: "Source sentence",
     reference: "Reference translation (optional)", beam: "Beam size", alpha: "Length penalty α",
     translate: "Translate", busy: "working…", translation: "Translation",
     "ref-input": "Section 6.1 · X: (S,) source ids, S = source length with </s>",
+    "card-model": "Model", "card-data": "Data", "card-training": "Training",
+    "card-valid": "Validation", "card-arch": "Architecture",
+    "kind-trained": "trained with aiayn", "kind-imported": "imported (aiayn import-hf)",
+    "kind-shipped": "shipped with aiayn",
+    steps: "{n} steps", averaged: "the average of {n} checkpoints",
+    "steps-unknown": "steps not recorded", "not-trained-here": "not trained here:",
+    "valid-ppl": "perplexity {ppl} at step {step}", "valid-none": "none recorded",
+    "corpus-unknown": "not recorded", "try-own": "Try its own test sentences first: a model " +
+      "translates best what resembles its training data.",
+    "empty-first": "The model produced an empty translation: the beam search's best hypothesis " +
+      "is </s> alone, the end of the sentence at once (p = {p}).",
+    "empty-thin": "Every word is still unlikely to it, so stopping at once scores better than any " +
+      "sentence.",
+    "empty-spaces": "The model produced an empty translation: what it wrote decodes to nothing " +
+      "but spaces.",
+    "empty-steps": "After {n} training steps it has not learned to write yet: train longer.",
+    "empty-steps-ppl": "After {n} training steps (valid perplexity {ppl}) it has not learned to " +
+      "write yet: train longer.",
+    "empty-unknown": "A trained model seldom does this: try one of its own test sentences, in the " +
+      "language it translates from.",
+    "empty-experiment": "The experiment did this (heads switched off or the erratum): compare with " +
+      "the translation without it, below.",
+    "empty-history": "(empty: it has not learned to write yet at this checkpoint)",
     tokens: "Tokens and embeddings",
     "ref-tokens": "Sections 3.4, 3.5 · X_E, PE: (S, D)",
     "source-pieces": "Source: BPE pieces and ids", "output-pieces": "Output: BPE pieces and ids",
@@ -23,13 +46,17 @@ const I18N = {
     encoder: "Encoder self-attention (S × S)",
     decoder_self: "Decoder masked self-attention (T × T; the masked upper triangle is hatched)",
     decoder_cross: "Encoder-decoder attention (T × S)",
-    layer: "layer", head: "head", mean: "mean of heads",
+    "encoder-short": "Encoder self-attention", "decoder_self-short": "Decoder self-attention",
+    "decoder_cross-short": "Encoder-decoder attention",
+    "layer-n": "layer {n}", "head-n": "head {n}", mean: "mean of heads",
+    query: "query {n}", key: "key {n}", "softmax-weight": "softmax weight",
     output: "Output distribution", "ref-output": "Sections 3.4, 5.4 · P: (T, V)",
     position: "t", chosen: "chosen y_t", "p-chosen": "p(y_t)", top: "top tokens",
     "ref-token": "reference y_t", "p-ref": "p(y_t)", nll: "−log p(y_t)",
     "loss-sum": "loss (sum over the reference)", "loss-mean": "per token",
     "beam-title": "Beam search, step by step", "ref-beam": "Section 6.1 · K hypotheses a step",
-    step: "step", hypothesis: "hypothesis", logprob: "log P(Y|X)", len: "|Y|", lp: "lp(Y)",
+    "step-n": "step {n}", "max-len": "max |Y|",
+    hypothesis: "hypothesis", logprob: "log P(Y|X)", len: "|Y|", lp: "lp(Y)",
     score: "score", status: "status", live: "live", finished: "finished",
     "no slot": "pruned (no slot)", stopped: "stopped by the bound",
     extends: "extends", dropped: "pruned lines (no extension kept)",
@@ -37,10 +64,11 @@ const I18N = {
     "bound-text": "bound = best live log P / lp(max |Y|)",
     threshold: "n-best finished score", "stop-yes": "→ no live hypothesis can win: stop",
     "stop-no": "→ go on", "stop-end": "→ no live hypothesis left: the search ends",
-    history: "Training history", "ref-history": "Sections 3.2.1, 5.2 · (Lq, Lk)",
+    history: "Training history", "ref-history": "Sections 3.2.1, 5.2 · one head, (Lq, Lk), " +
+      "checkpoint by checkpoint",
     "history-none": "This model has no run with several checkpoints beside it.",
     checkpoint: "checkpoint", "history-head": "head shown",
-    experiments: "Experiments", "off-default": "off by default",
+    experiments: "Experiments", "off-default": "off by default", "instead-of": "instead of",
     "ref-experiments": "Section 3.2.2 · O_i: (Lq, d_v)",
     "ref-erratum": "Section 3.2.1, Eq. (1) · scores: (H, Lq, Lk)",
     "exp-enable": "Enable experiments",
@@ -49,64 +77,86 @@ const I18N = {
     "exp-run": "Run the experiment", "exp-baseline": "without the experiment",
     "exp-with": "with the experiment", "exp-active": "Experiment active: the views above show it.",
     entropy: "mean attention entropy (nats; lower is sharper)",
-    "trained-on": "This model was trained on", "try-own": "try its own test sentences first.",
-    "model-line": "model", "from-run": "run",
-    "focus-help": "click a map above to enlarge it here",
     masked: "masked (−∞)", "mask-ok": "0 (may attend)",
+    "lang-en": "English", "lang-de": "German", "lang-zh": "Chinese", "lang-fr": "French",
+    "lang-ja": "Japanese", "lang-ko": "Korean", "lang-es": "Spanish", "lang-ru": "Russian",
+    "lang-it": "Italian", "lang-pt": "Portuguese", "lang-nl": "Dutch",
   },
   zh: {
-    title: "aiayn 探索器",
-    subtitle: "训练好的 Transformer，用你自己的句子",
-    input: "输入", examples: "本次运行的测试句子", source: "源句子",
+    title: "aiayn 模型探索", colon: "：", semicolon: "；", gap: "",
+    subtitle: "输入你自己的句子，一步步看 Transformer 怎样翻译",
+    input: "输入", examples: "测试集例句", source: "原文",
     reference: "参考译文（可选）", beam: "束宽", alpha: "长度惩罚 α",
     translate: "翻译", busy: "计算中…", translation: "译文",
-    "ref-input": "第 6.1 节 · X：(S,) 源词元编号，S = 含 </s> 的源长度",
+    "ref-input": "第 6.1 节 · X：(S,)，原文的词元编号；S 为原文长度（含 </s>）",
+    "card-model": "模型", "card-data": "数据", "card-training": "训练",
+    "card-valid": "验证集", "card-arch": "结构",
+    "kind-trained": "用 aiayn 训练", "kind-imported": "外部导入（aiayn import-hf）",
+    "kind-shipped": "aiayn 自带",
+    steps: "{n} 步", averaged: "{n} 个检查点的平均",
+    "steps-unknown": "训练步数未记录", "not-trained-here": "不是用 aiayn 训练的：",
+    "valid-ppl": "第 {step} 步的困惑度 {ppl}", "valid-none": "没有记录",
+    "corpus-unknown": "没有记录", "try-own": "建议先试测试集里的句子：和训练数据越像的句子，" +
+      "模型翻得越好。",
+    "empty-first": "模型给出的译文是空的：束搜索得分最高的假设只有一个句末符号 </s>，一开头就结束了（p = {p}）。",
+    "empty-thin": "在它看来，每个词的概率都还很低，所以立刻结束比写出任何句子得分都高。",
+    "empty-spaces": "模型给出的译文是空的：它输出的内容解码后只有空白。",
+    "empty-steps": "它只训练了 {n} 步，还没学会写句子：请再多训练一些。",
+    "empty-steps-ppl": "它只训练了 {n} 步（验证集困惑度 {ppl}），还没学会写句子：请再多训练一些。",
+    "empty-unknown": "训练好的模型很少这样。请换一句测试集里的例句，并确认输入的是它能翻译的语言。",
+    "empty-experiment": "这是实验造成的（关掉了注意力头，或用了笔记的笔误）：和下面“实验前”的译文比较一下。",
+    "empty-history": "（空：到这个检查点，模型还没学会写句子）",
     tokens: "词元与嵌入",
     "ref-tokens": "第 3.4、3.5 节 · X_E、PE：(S, D)",
-    "source-pieces": "源句：BPE 片段与编号", "output-pieces": "输出：BPE 片段与编号",
+    "source-pieces": "原文：BPE 子词及编号", "output-pieces": "译文：BPE 子词及编号",
     "x-e": "X_E = √d_model · E[ids] + PE", pe: "PE（正弦位置编码）",
     attention: "注意力：每一层、每一个头",
-    "ref-attention": "第 3.2.1 节公式 (1)；第 3.2.3 节掩码 · 权重：(H, Lq, Lk)",
-    "attention-help": "鼠标悬停在格子上可看到该格的公式 (1) 数值；点击热图可放大。",
+    "ref-attention": "第 3.2.1 节公式 (1)；第 3.2.3 节的掩码 · 权重：(H, Lq, Lk)",
+    "attention-help": "鼠标停在格子上，可以看到这一格代入公式 (1) 的各个数值；点击热图可以放大。",
     encoder: "编码器自注意力（S × S）",
-    decoder_self: "解码器掩码自注意力（T × T；被掩盖的上三角画有斜线）",
+    decoder_self: "解码器的掩码自注意力（T × T；被屏蔽的上三角画了斜线）",
     decoder_cross: "编码器-解码器注意力（T × S）",
-    layer: "层", head: "头", mean: "各头平均",
+    "encoder-short": "编码器自注意力", "decoder_self-short": "解码器自注意力",
+    "decoder_cross-short": "编码器-解码器注意力",
+    "layer-n": "第 {n} 层", "head-n": "头 {n}", mean: "各头平均",
+    query: "查询 {n}", key: "键 {n}", "softmax-weight": "softmax 权重",
     output: "输出分布", "ref-output": "第 3.4、5.4 节 · P：(T, V)",
     position: "t", chosen: "选中的 y_t", "p-chosen": "p(y_t)", top: "概率最高的词元",
-    "ref-token": "参考 y_t", "p-ref": "p(y_t)", nll: "−log p(y_t)",
-    "loss-sum": "损失（对参考译文求和）", "loss-mean": "每词元",
-    "beam-title": "束搜索，逐步展示", "ref-beam": "第 6.1 节 · 每步 K 个假设",
-    step: "步", hypothesis: "假设", logprob: "log P(Y|X)", len: "|Y|", lp: "lp(Y)",
-    score: "得分", status: "状态", live: "保留", finished: "已完成",
-    "no slot": "剪枝（无空位）", stopped: "因上界而停止",
-    extends: "扩展自", dropped: "被剪枝的分支（没有扩展被保留）",
-    "finished-so-far": "目前已完成的假设（按得分从高到低）",
-    "bound-text": "上界 = 最佳保留 log P / lp(最大 |Y|)",
-    threshold: "第 n 佳已完成得分", "stop-yes": "→ 没有保留假设能胜出：停止",
-    "stop-no": "→ 继续", "stop-end": "→ 没有保留的假设：搜索结束",
-    history: "训练历程", "ref-history": "第 3.2.1、5.2 节 · (Lq, Lk)",
-    "history-none": "此模型旁没有含多个检查点的运行目录。",
-    checkpoint: "检查点", "history-head": "显示的头",
-    experiments: "实验", "off-default": "默认关闭",
+    "ref-token": "参考译文的 y_t", "p-ref": "p(y_t)", nll: "−log p(y_t)",
+    "loss-sum": "损失（参考译文各词元之和）", "loss-mean": "平均每个词元",
+    "beam-title": "束搜索：一步一步看", "ref-beam": "第 6.1 节 · 每步保留 K 个假设",
+    "step-n": "第 {n} 步", "max-len": "最大 |Y|",
+    hypothesis: "假设", logprob: "log P(Y|X)", len: "|Y|", lp: "lp(Y)",
+    score: "得分", status: "状态", live: "留在束中", finished: "已结束",
+    "no slot": "剪掉（束已满）", stopped: "因上界提前停止",
+    extends: "父假设", dropped: "整条剪掉的假设（它的扩展一个也没留下）",
+    "finished-so-far": "目前已结束的假设（按得分从高到低）",
+    "bound-text": "上界 = 束中最好的 log P / lp(最大 |Y|)",
+    threshold: "已结束假设中第 n 高的得分", "stop-yes": "→ 束中的假设都不可能再胜出：停止",
+    "stop-no": "→ 继续", "stop-end": "→ 束中已没有假设：搜索结束",
+    history: "训练过程", "ref-history": "第 3.2.1、5.2 节 · 同一个头的 (Lq, Lk)，逐个检查点",
+    "history-none": "这个模型不在训练目录里，或目录里只有一个检查点，无法展示训练过程。",
+    checkpoint: "检查点", "history-head": "所示的注意力头",
+    experiments: "实验", "off-default": "默认关闭", "instead-of": "代替",
     "ref-experiments": "第 3.2.2 节 · O_i：(Lq, d_v)",
     "ref-erratum": "第 3.2.1 节公式 (1) · 分数：(H, Lq, Lk)",
-    "exp-enable": "启用实验",
-    "exp-heads": "关闭注意力头（在乘 W^O 之前把其 O_i 置零）：",
-    erratum: "学习笔记的勘误：分数除以 √d_model 而不是 √d_k（第 3.2.1 节）",
-    "exp-run": "运行实验", "exp-baseline": "不做实验",
-    "exp-with": "做实验", "exp-active": "实验生效中：上面各视图显示的是实验结果。",
-    entropy: "注意力的平均熵（奈特；越低越集中）",
-    "corpus-packaged": "软件帮助文本（来自 Debian 软件包的 LibreOffice 帮助），英德",
-    "corpus-multi30k": "Multi30k：日常图片描述，英德",
+    "exp-enable": "开启实验",
+    "exp-heads": "关掉注意力头（在乘以 W^O 之前把它的 O_i 置零）：",
+    erratum: "笔记里的笔误：分数除以 √d_model，而不是 √d_k（第 3.2.1 节）",
+    "exp-run": "运行实验", "exp-baseline": "实验前",
+    "exp-with": "实验后", "exp-active": "实验已生效：上面各部分显示的都是实验后的结果。",
+    entropy: "注意力的平均熵（单位：奈特；越低越集中）",
+    masked: "被屏蔽（−∞）", "mask-ok": "0（允许关注）",
+    "corpus-packaged": "软件帮助文本（Debian 软件包里的 LibreOffice 帮助）",
+    "corpus-multi30k": "Multi30k：日常图片的描述",
+    "corpus-tatoeba": "Tatoeba：日常短句",
     "corpus-numbers": "用文字写出的数字",
-    "corpus-copy": "合成的复制任务", "corpus-reverse": "合成的倒序任务",
+    "corpus-copy": "人工合成的复制任务", "corpus-reverse": "人工合成的倒序任务",
     "corpus-wmt14": "WMT 2014 新闻与议会文本",
-    "corpus-files": "交给 aiayn prepare 的平行文本文件",
-    "trained-on": "此模型的训练数据是", "try-own": "请先试试它自己的测试句子。",
-    "model-line": "模型", "from-run": "运行目录",
-    "focus-help": "点击上面的热图，在这里放大",
-    masked: "被掩盖（−∞）", "mask-ok": "0（可以关注）",
+    "corpus-files": "自己准备的平行语料",
+    "lang-en": "英语", "lang-de": "德语", "lang-zh": "中文", "lang-fr": "法语",
+    "lang-ja": "日语", "lang-ko": "韩语", "lang-es": "西班牙语", "lang-ru": "俄语",
+    "lang-it": "意大利语", "lang-pt": "葡萄牙语", "lang-nl": "荷兰语",
   },
 };
 
@@ -114,6 +164,14 @@ const state = { lang: "en", info: null, result: null, baseline: null, off: new S
   focus: ["decoder_cross", 0, 0], history: {} };
 
 function t(key) { return (I18N[state.lang] && I18N[state.lang][key]) || I18N.en[key] || key; }
+// A string with its {name} fields filled in: tf("layer-n", { n: 2 }) is "layer 2" or "第 2 层".
+function tf(key, vars) { return t(key).replace(/\{(\w+)\}/g, (m, k) => (k in vars ? String(vars[k]) : m)); }
+// Layers and heads are numbered from 1, as the study note numbers them (head 1, W_Q1); the
+// API's arrays (and its heads_off) count from 0, like aiayn.trace: index l is layer l + 1.
+function lab(key) { return t(key) + t("colon"); }  // "label: " or "标签："
+function layerName(l) { return tf("layer-n", { n: l + 1 }); }
+function headName(h) { return tf("head-n", { n: h + 1 }); }
+function mapName(stack, l, h) { return `${stack}-${l + 1}-${h === "mean" ? h : h + 1}`; }
 function $(id) { return document.getElementById(id); }
 function el(tag, attrs, ...children) {
   const e = document.createElement(tag);
@@ -125,11 +183,14 @@ function el(tag, attrs, ...children) {
   return e;
 }
 function fmt(x, d = 4) { return x === null || x === undefined ? "−∞" : Number(x).toFixed(d); }
+// Text that is data, not a label (sentences, BPE pieces, file names): never translated.
+function data(text) { return el("span", { class: "data", translate: "no", text }); }
 
 function applyLang(lang) {
   state.lang = lang;
   document.documentElement.lang = lang === "zh" ? "zh-CN" : "en";
   document.querySelectorAll("[data-i18n]").forEach((n) => { n.textContent = t(n.dataset.i18n); });
+  document.title = t("title");
   document.querySelectorAll(".langs button").forEach((b) => {
     b.classList.toggle("active", b.dataset.lang === lang);
   });
@@ -152,15 +213,63 @@ async function api(path, body) {
   return data;
 }
 
+// The model the page shows, named: what it was trained on, for how long, how well it did on
+// the validation set; or that it was imported or shipped. An empty translation from a model
+// trained for 300 steps and one from a model trained for days mean different things.
 function renderInfo() {
   const info = state.info;
   if (!info) return;
   const m = info.model;
-  const key = "corpus-" + info.corpus;
-  const corpus = (I18N[state.lang] && I18N[state.lang][key]) || info.corpus_description;
-  $("model-info").textContent = `${t("trained-on")}: ${corpus} — ` +
-    `${t("try-own")} ${t("model-line")}: d_model ${m.d_model}, h ${m.n_heads}, d_k ${m.d_k}, ` +
-    `N ${m.n_layers}, V ${m.vocab_size} · ${info.checkpoint_label} (${info.origin})`;
+  const box = $("model-info");
+  box.replaceChildren();
+  const row = (label, ...items) => box.append(el("div", { class: "card-row" },
+    el("span", { class: "card-key", text: label }), el("span", { class: "card-value" }, ...items)));
+  row(t("card-model"), data(info.checkpoint_label), el("span", { class: "tag kind",
+    "data-kind": info.kind, text: t("kind-" + info.kind) }));
+  // A corpus of aiayn prepare is named in the page's language; any other description (a
+  // shipped model's) is shown as written.
+  const named = I18N[state.lang]["corpus-" + info.corpus] || info.corpus_description;
+  const corpus = info.corpus === "unknown" ? el("span", { text: t("corpus-unknown") })
+    : info.corpus in CORPUS_KEYS ? el("span", { text: named }) : data(info.corpus_description);
+  const langs = info.languages ? info.languages.map((x) => t("lang-" + x)).join(" → ") : "";
+  row(t("card-data"), corpus, ...(langs ? [el("span", { text: " · " + langs })] : []));
+  const training = [];
+  if (info.step !== null && info.step !== undefined) {
+    training.push(el("span", { id: "model-steps", text: tf("steps", { n: info.step }) }));
+    if (info.averaged > 1) training.push(el("span", { text: " · " + tf("averaged", { n: info.averaged }) }));
+  } else if (info.kind === "imported") {
+    training.push(el("span", { text: t("not-trained-here") + " " }), data(info.origin));
+  } else {
+    training.push(el("span", { text: t("steps-unknown") }));
+  }
+  row(t("card-training"), ...training);
+  const v = info.valid;
+  const valid = v ? tf("valid-ppl", { ppl: ppl(v.ppl), step: v.step }) +
+    (v.bleu !== undefined ? ` · BLEU ${v.bleu.toFixed(1)}` : "") : t("valid-none");
+  row(t("card-valid"), el("span", { id: "model-valid", text: valid }));
+  row(t("card-arch"), el("span", { text: `d_model ${m.d_model} · h ${m.n_heads} · d_k ${m.d_k} · ` +
+    `d_ff ${m.d_ff} · N ${m.n_layers} · V ${m.vocab_size}` }));
+  if (info.examples.length) box.append(el("p", { class: "note", text: t("try-own") }));
+}
+const CORPUS_KEYS = { packaged: 1, multi30k: 1, tatoeba: 1, numbers: 1, copy: 1, reverse: 1, wmt14: 1, files: 1 };
+function ppl(x) { return x === null || x === undefined ? "?" : Number(x).toFixed(x < 100 ? 2 : 0); }
+
+// Why a translation is empty, in words: a model that has not learned to write yet (after N
+// steps), an experiment that broke it, or something a trained model seldom does.
+function emptyReason(result) {
+  const out = result.output;
+  const first = result.distribution[0];
+  const parts = [out.ids.length === 1 && first ? tf("empty-first", { p: fmt(first.p_chosen, 2) })
+    : t("empty-spaces")];
+  if (out.ids.length === 1 && first && first.p_chosen < 0.5) parts.push(t("empty-thin"));
+  const info = state.info;
+  const s = result.settings;
+  if (s.heads_off.length || s.erratum) parts.push(t("empty-experiment"));
+  else if (info.step !== null && info.step !== undefined) {
+    parts.push(info.valid ? tf("empty-steps-ppl", { n: info.step, ppl: ppl(info.valid.ppl) })
+      : tf("empty-steps", { n: info.step }));
+  } else parts.push(t("empty-unknown"));
+  return parts.join(t("gap"));  // Chinese sentences follow each other without a space
 }
 
 function request(extra) {
@@ -248,13 +357,13 @@ function heatmap(matrix, opts) {
   if (opts.caption) wrap.append(el("div", { class: "caption", text: opts.caption }));
   const font = `font-size:${Math.max(8, Math.min(10, cell - 2))}px`;
   if (rowLabels) {
-    const axis = el("div", { class: "axis-rows", style: font });
+    const axis = el("div", { class: "axis-rows", style: font, translate: "no" });
     rowLabels.forEach((q) => axis.append(el("div", { text: q, style: `height:${cell}px;line-height:${cell}px` })));
     wrap.append(axis);
   }
   wrap.append(canvas);
   if (colLabels) {
-    const axis = el("div", { class: "axis-cols", style: font });
+    const axis = el("div", { class: "axis-cols", style: font, translate: "no" });
     colLabels.forEach((k) => axis.append(el("div", { text: k, style: `width:${cw}px` })));
     wrap.append(axis);
   }
@@ -288,20 +397,20 @@ function eqText(result, stack, layer, head, r, c) {
   const divName = result.settings.erratum ? `√d_model (√${state.info.model.d_model})` : `√d_k (√${dk})`;
   const score = a.scores[head][r][c];
   const keep = a.keep[r][c];
-  return `${t(stack)}\n${t("layer")} ${layer} · ${t("head")} ${head}` +
-    `\nquery ${r} "${qs[r]}"  →  key ${c} "${ks[c]}"` +
+  return `${t(stack)}\n${layerName(layer)} · ${headName(head)}` +
+    `\n${tf("query", { n: r + 1 })} "${qs[r]}"  →  ${tf("key", { n: c + 1 })} "${ks[c]}"` +
     `\nq·k = ${fmt(score * div)}` +
     `\nq·k / ${divName}  =  ${fmt(score)}` +
     `\nM = ${keep ? t("mask-ok") : t("masked")}` +
-    `\nsoftmax weight = ${fmt(a.weights[head][r][c], 5)}`;
+    `\n${t("softmax-weight")} = ${fmt(a.weights[head][r][c], 5)}`;
 }
 
 function renderPieces(result) {
   const box = $("pieces");
   box.replaceChildren();
   const row = (label, ids, pieces) => {
-    const div = el("div", { class: "pieces" }, el("span", { text: label + ":" }));
-    ids.forEach((id, i) => div.append(el("span", { class: "piece" }, pieces[i], el("small", { text: String(id) }))));
+    const div = el("div", { class: "pieces" }, el("span", { text: label + t("colon").trimEnd() }));
+    ids.forEach((id, i) => div.append(el("span", { class: "piece", translate: "no" }, pieces[i], el("small", { text: String(id) }))));
     return div;
   };
   box.append(row(t("source-pieces"), result.source.ids, result.source.pieces));
@@ -329,18 +438,18 @@ function renderAttention(result) {
     const sec = el("div", { class: "stack", id: "stack-" + stack },
       el("h3", { text: `${t(stack)} — (H, Lq, Lk) = (${layers[0].weights.length}, ${qs.length}, ${ks.length})` }));
     layers.forEach((a, l) => {
-      const row = el("div", { class: "layer" }, el("div", { class: "layer-label", text: `${t("layer")} ${l}` }));
+      const row = el("div", { class: "layer" }, el("div", { class: "layer-label", text: layerName(l) }));
       a.weights.forEach((w, h) => {
-        const m = heatmap(w, { keep: a.keep, range: [0, 1], caption: `${t("head")} ${h}`,
+        const m = heatmap(w, { keep: a.keep, range: [0, 1], caption: headName(h),
           rowLabels: h === 0 ? qs : null, colLabels: ks,  // queries once a row, keys under each
           hover: (r, c) => eqText(result, stack, l, h, r, c),
           click: () => { state.focus = [stack, l, h]; renderFocus(result); renderHistory(result); } });
-        m.querySelector("canvas").dataset.map = `${stack}-${l}-${h}`;
+        m.querySelector("canvas").dataset.map = mapName(stack, l, h);
         row.append(m);
       });
       const mean = heatmap(a.mean, { keep: a.keep, range: [0, 1], caption: t("mean"), colLabels: ks,
-        hover: (r, c) => `${t(stack)} ${t("layer")} ${l}: ${t("mean")}\n"${qs[r]}" → "${ks[c]}" = ${fmt(a.mean[r][c], 5)}` });
-      mean.querySelector("canvas").dataset.map = `${stack}-${l}-mean`;
+        hover: (r, c) => `${t(stack)}\n${layerName(l)} · ${t("mean")}\n"${qs[r]}" → "${ks[c]}" = ${fmt(a.mean[r][c], 5)}` });
+      mean.querySelector("canvas").dataset.map = mapName(stack, l, "mean");
       row.append(mean);
       sec.append(row);
     });
@@ -358,6 +467,7 @@ function labelledMap(result, stack, layer, head, into) {
   const cell = 22, left = 90, top = 80;
   const NS = "http://www.w3.org/2000/svg";
   const svg = document.createElementNS(NS, "svg");
+  svg.setAttribute("translate", "no");  // its labels are the sentence's tokens
   svg.setAttribute("width", left + ks.length * cell + 10);
   svg.setAttribute("height", top + qs.length * cell + 10);
   svg.dataset.rows = qs.length; svg.dataset.cols = ks.length;
@@ -378,7 +488,7 @@ function labelledMap(result, stack, layer, head, into) {
     rect.addEventListener("mousemove", (ev) => tip(ev, eqText(result, stack, layer, head, r, c)));
     rect.addEventListener("mouseleave", () => tip(null));
   }));
-  into.append(el("div", { class: "caption", text: `${t(stack)} · ${t("layer")} ${layer} · ${t("head")} ${head}` }), svg);
+  into.append(el("div", { class: "caption", text: `${t(stack)} · ${layerName(layer)} · ${headName(head)}` }), svg);
 }
 
 function renderFocus(result) {
@@ -399,8 +509,8 @@ function renderDistribution(result) {
     const d = result.distribution[i];
     const tr = el("tr", {}, el("td", { class: "num", text: String(i + 1) }));
     if (d) {
-      tr.append(el("td", { class: "chosen", text: d.chosen_piece }), el("td", { class: "num", text: fmt(d.p_chosen) }));
-      const top = el("td");
+      tr.append(el("td", { class: "chosen", translate: "no", text: d.chosen_piece }), el("td", { class: "num", text: fmt(d.p_chosen) }));
+      const top = el("td", { translate: "no" });
       d.top.forEach((x) => top.append(el("div", {}, el("span", { class: "bar", style: `width:${Math.round(80 * x.p)}px` }),
         el("span", { class: x.id === d.chosen ? "chosen" : "", text: `${x.piece}  ${fmt(x.p, 3)}` }))));
       tr.append(top);
@@ -409,14 +519,14 @@ function renderDistribution(result) {
     }
     if (ref) {
       const has = i < ref.ids.length;
-      tr.append(el("td", { text: has ? ref.pieces[i] : "" }), el("td", { class: "num", text: has ? fmt(ref.p[i]) : "" }),
+      tr.append(el("td", { translate: "no", text: has ? ref.pieces[i] : "" }), el("td", { class: "num", text: has ? fmt(ref.p[i]) : "" }),
         el("td", { class: "num", text: has ? fmt(ref.nll[i]) : "" }));
     }
     table.append(tr);
   }
   box.append(table);
   if (ref) {
-    box.append(el("p", { id: "loss", text: `${t("loss-sum")}: ${fmt(ref.loss_sum)} · ${t("loss-mean")}: ${fmt(ref.loss_mean)}` }));
+    box.append(el("p", { id: "loss", text: `${lab("loss-sum")}${fmt(ref.loss_sum)} · ${lab("loss-mean")}${fmt(ref.loss_mean)}` }));
   }
 }
 
@@ -427,30 +537,31 @@ function renderBeam(result) {
   const finished = [];  // every finished hypothesis so far, from the record's earlier steps
   result.beam.forEach((s) => {
     const div = el("div", { class: "step", "data-t": s.t },
-      el("h4", { text: `${t("step")} ${s.t} · |Y| = ${s.t} · max |Y| = ${s.max_len}` }));
+      el("h4", { text: `${tf("step-n", { n: s.t })} · |Y| = ${s.t} · ${t("max-len")} = ${s.max_len}` }));
     const table = el("table", { class: "beam" }, el("tr", {},
       ...["extends", "hypothesis", "logprob", "len", "lp", "score", "status"].map((k) => el("th", { text: t(k) }))));
     s.candidates.forEach((c) => {
       const parent = s.live_before[c.parent];
       table.append(el("tr", { class: c.status.replace(" ", "") },
-        el("td", { text: text(parent.pieces) }), el("td", { text: text(c.pieces) }),
+        el("td", { translate: "no", text: text(parent.pieces) }), el("td", { translate: "no", text: text(c.pieces) }),
         el("td", { class: "num", text: fmt(c.logprob) }), el("td", { class: "num", text: String(s.t) }),
         el("td", { class: "num", text: fmt(c.lp) }), el("td", { class: "num", text: fmt(c.score) }),
         el("td", { text: t(c.status) })));
     });
     div.append(table);
     if (s.dropped.length) {
-      div.append(el("p", { class: "bound", text: `${t("dropped")}: ` + s.dropped.map((i) => text(s.live_before[i].pieces)).join(" | ") }));
+      div.append(el("p", { class: "bound" }, `${lab("dropped")}`,
+        data(s.dropped.map((i) => text(s.live_before[i].pieces)).join(" | "))));
     }
     s.candidates.filter((c) => c.status === "finished").forEach((c) => finished.push(c));
     if (finished.length) {
       const best = [...finished].sort((x, y) => y.score - x.score);
-      div.append(el("p", { class: "bound finished-so-far", text: `${t("finished-so-far")}: ` +
-        best.map((c) => `${text(c.pieces)} (${fmt(c.score)})`).join(" | ") }));
+      div.append(el("p", { class: "bound finished-so-far" }, `${lab("finished-so-far")}`,
+        data(best.map((c) => `${text(c.pieces)} (${fmt(c.score)})`).join(" | "))));
     }
     const anyLive = s.candidates.some((c) => c.status === "live" || c.status === "stopped");
     const verdict = s.stop ? t("stop-yes") : anyLive ? t("stop-no") : t("stop-end");
-    div.append(el("p", { class: "bound", text: `${t("bound-text")} = ${fmt(s.best_live)} / lp(${s.max_len}) = ${fmt(s.bound)}; ` +
+    div.append(el("p", { class: "bound", text: `${t("bound-text")} = ${fmt(s.best_live)} / lp(${s.max_len}) = ${fmt(s.bound)}${t("semicolon")}` +
       `${t("threshold")} = ${fmt(s.threshold)} ${verdict}` }));
     box.append(div);
   });
@@ -463,11 +574,11 @@ async function renderHistory(result) {
   if (names.length < 2) { box.append(el("p", { class: "note", text: t("history-none") })); return; }
   const [stack, l, h] = state.focus;
   const slider = el("input", { type: "range", min: 0, max: names.length - 1, step: 1, value: names.length - 1, id: "history-slider" });
-  const label = el("span", { id: "history-name" });
+  const label = el("span", { id: "history-name", translate: "no" });
   const out = el("p", { id: "history-translation" });
   const map = el("div", { id: "history-map" });
   box.append(el("div", { class: "history-controls" }, el("span", { text: t("checkpoint") }), slider, label,
-    el("span", { class: "note", text: `${t("history-head")}: ${t(stack)} · ${t("layer")} ${l} · ${t("head")} ${h}` })), out, map);
+    el("span", { class: "note", text: `${lab("history-head")}${t(stack)} · ${layerName(l)} · ${headName(h)}` })), out, map);
   const show = async () => {
     const name = names[Number(slider.value)];
     label.textContent = name;
@@ -475,7 +586,8 @@ async function renderHistory(result) {
       const key = name + "|" + JSON.stringify(request());
       if (!state.history[key]) state.history[key] = await api("api/translate", request({ checkpoint: name }));
       const r = state.history[key];
-      out.textContent = `${t("translation")}: ${r.output.text}`;
+      out.replaceChildren(`${lab("translation")}`, data(r.output.text));
+      if (r.output.empty) out.append(el("span", { class: "empty-history", text: " ∅ " + t("empty-history") }));
       labelledMap(r, stack, Math.min(l, r.attention[stack].length - 1), h, map);
     } catch (e) { showError(e.message); }
   };
@@ -490,10 +602,10 @@ function renderSwitches() {
   for (const stack of ["encoder", "decoder_self", "decoder_cross"]) {
     const layers = stack === "encoder" ? m.n_layers : m.decoder_layers;
     for (let l = 0; l < layers; l++) {
-      const row = el("div", { class: "switches" }, el("span", { text: `${t(stack).split(" (")[0].split("（")[0]} · ${t("layer")} ${l}` }));
+      const row = el("div", { class: "switches" }, el("span", { text: `${t(stack + "-short")} · ${layerName(l)}` }));
       for (let h = 0; h < m.n_heads; h++) {
-        const key = `${stack}-${l}-${h}`;
-        const b = el("button", { type: "button", "data-head": key, text: `${t("head")} ${h}` });
+        const key = mapName(stack, l, h);  // as labelled: layer l + 1, head h + 1
+        const b = el("button", { type: "button", "data-head": key, text: headName(h) });
         b.classList.toggle("off", state.off.has(key));
         b.addEventListener("click", () => {
           if (state.off.has(key)) state.off.delete(key); else state.off.add(key);
@@ -525,13 +637,15 @@ function entropy(result) {
 
 async function runExperiment() {
   showError("");
-  const heads = [...state.off].map((k) => { const [s, l, h] = k.split("-"); return [s, Number(l), Number(h)]; });
+  // The page's names count from 1, the API's indices from 0.
+  const heads = [...state.off].map((k) => { const [s, l, h] = k.split("-"); return [s, Number(l) - 1, Number(h) - 1]; });
   try {
     const result = await api("api/translate", request({ heads_off: heads, erratum: $("erratum").checked }));
     render(result);
     const base = state.baseline ? state.baseline.output.text : "";
-    const sharp = state.baseline ? `  ·  ${t("entropy")}: ${fmt(entropy(state.baseline), 3)} → ${fmt(entropy(result), 3)}` : "";
-    $("exp-result").textContent = `${t("exp-baseline")}: ${base}  ·  ${t("exp-with")}: ${result.output.text}${sharp}  ·  ${t("exp-active")}`;
+    const sharp = state.baseline ? `  ·  ${lab("entropy")}${fmt(entropy(state.baseline), 3)} → ${fmt(entropy(result), 3)}` : "";
+    $("exp-result").replaceChildren(`${lab("exp-baseline")}`, data(base || "∅"), `  ·  ${lab("exp-with")}`,
+      data(result.output.text || "∅"), `${sharp}  ·  ${t("exp-active")}`);
     if (state.baseline) {
       $("exp-result").dataset.entropyBefore = String(entropy(state.baseline));
       $("exp-result").dataset.entropyAfter = String(entropy(result));
@@ -542,6 +656,9 @@ async function runExperiment() {
 function render(result) {
   state.result = result;
   $("translation").textContent = result.output.text;
+  const empty = $("empty-note");
+  empty.hidden = !result.output.empty;
+  empty.textContent = result.output.empty ? emptyReason(result) : "";
   renderPieces(result);
   renderAttention(result);
   renderDistribution(result);
@@ -557,7 +674,7 @@ async function main() {
   applyLang(params.get("lang") || state.info.lang || "en");
   const select = $("example");
   select.append(el("option", { value: "", text: "—" }));
-  state.info.examples.forEach((ex, i) => select.append(el("option", { value: String(i), text: ex.source })));
+  state.info.examples.forEach((ex, i) => select.append(el("option", { value: String(i), translate: "no", text: ex.source })));
   select.addEventListener("change", () => {
     const ex = state.info.examples[Number(select.value)];
     if (select.value !== "" && ex) { $("text").value = ex.source; $("reference").value = ex.reference; translate(); }
