@@ -23,7 +23,7 @@ import zlib
 from pathlib import Path
 
 from aiayn.data.corpora import Corpus
-from aiayn.data.corpora.download import fetch
+from aiayn.data.corpora.download import fetch, join_url
 from aiayn.errors import UserError
 
 BASE_URL = "https://www.manythings.org/anki/"
@@ -152,7 +152,7 @@ def download_bundle(
     dest = cache / "tatoeba" / f"{code}-eng.zip"
     if refresh:
         dest.unlink(missing_ok=True)
-    url = base_url.rstrip("/") + f"/{code}-eng.zip"
+    url = join_url(base_url, f"{code}-eng.zip")
     fetch(url, dest, progress=progress, complete=zipfile.is_zipfile)
     return dest
 
@@ -180,7 +180,7 @@ def tatoeba_corpus(
     else:
         archive = download_bundle(other, cache, base_url, refresh=refresh, progress=progress)
         raw = _read_zip(archive, member)
-        origin = {"url": base_url.rstrip("/") + f"/{code}-eng.zip", **_size_sum(archive, "zip_")}
+        origin = {"url": join_url(base_url, f"{code}-eng.zip"), **_size_sum(archive, "zip_")}
     read_from = origin.get("file") or origin["url"]
     pairs, credits = parse_bundle(
         raw, f"{read_from}:{member}" if "zip_sha256" in origin else str(read_from)
