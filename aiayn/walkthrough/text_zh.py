@@ -176,10 +176,10 @@ TEXT: dict[str, str] = {
     # 反向传播
     "backward.title": "反向传播",
     "backward.text": (
-        "一次反向传播算出平均平滑损失对每个参数的梯度。模型里由 PyTorch 的 autograd 完成；NumPy "
-        "孪生实现（aiayn.numpy_twin）则逐个模块手写链式法则（推导见 docs/zh/math.md）。下面每个梯度都"
-        "被证明两遍：手写的等于 autograd 的。链条从 logits 开始，那里的梯度就是 (p − q)/n_D，然后"
-        "经过输出层和解码器，经由交叉注意力进入编码器，最后到达 E。"
+        "一次反向传播算出平均平滑损失对每个参数的梯度。模型里由 PyTorch 的 autograd 完成；NumPy 孪"
+        "生实现（aiayn.numpy_twin）则逐个模块手写链式法则（推导见 docs/zh/math.md）。下面每个梯度都"
+        "被证明两遍：手写的等于 autograd 的。链条从 logits 开始，那里的梯度就是 (p − q)/n_D，然后经"
+        "过输出层和解码器，经由交叉注意力进入编码器，最后到达 E。"
     ),
     "backward.notation": (
         "∂X 表示 ∂L̄/∂X，是和 X 形状相同的矩阵：每个元素增大时损失上升得有多快。下面的参数就是笔"
