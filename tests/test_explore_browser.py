@@ -340,6 +340,7 @@ def mute_server(explore_model, tmp_path_factory):
         yield s
 
 
+NEED_TEXT = {"en": "Type a sentence to translate first.", "zh": "请先输入要翻译的句子。"}
 EMPTY = {
     "en": ["empty translation", "</s>", "After 20 training steps", "train longer"],
     "zh": ["译文是空的", "</s>", "只训练了 20 步", "再多训练"],
@@ -356,10 +357,13 @@ def test_an_empty_translation_is_explained(mute_server, driver, lang, tmp_path) 
     assert not d.find_element(By.ID, "empty-note").is_displayed()
     card = d.find_element(By.ID, "model-steps").text
     assert card == {"en": "20 steps", "zh": "20 步"}[lang]
+    d.find_element(By.ID, "translate").click()  # nothing typed yet: said in the page's language
+    assert d.find_element(By.ID, "error").text == NEED_TEXT[lang]
     count = rendered(d)
     d.find_element(By.ID, "text").send_keys(TEXT)
     d.find_element(By.ID, "translate").click()
     wait(d, f"return Number(document.body.dataset.rendered || 0) > {count}")
+    assert not d.find_element(By.ID, "error").is_displayed()
     assert d.find_element(By.ID, "translation").text == ""
     note = d.find_element(By.ID, "empty-note")
     assert note.is_displayed()

@@ -12,6 +12,7 @@ const I18N = {
     input: "Input", examples: "Its test sentences", source: "Source sentence",
     reference: "Reference translation (optional)", beam: "Beam size", alpha: "Length penalty α",
     translate: "Translate", busy: "working…", translation: "Translation",
+    "need-text": "Type a sentence to translate first.",
     "ref-input": "Section 6.1 · X: (S,) source ids, S = source length with </s>",
     "card-model": "Model", "card-data": "Data", "card-training": "Training",
     "card-valid": "Validation", "card-arch": "Architecture",
@@ -88,6 +89,7 @@ const I18N = {
     input: "输入", examples: "测试集例句", source: "原文",
     reference: "参考译文（可选）", beam: "束宽", alpha: "长度惩罚 α",
     translate: "翻译", busy: "计算中…", translation: "译文",
+    "need-text": "请先输入要翻译的句子。", refused: "服务器拒绝了这个请求（原文如下）：",
     "ref-input": "第 6.1 节 · X：(S,)，原文的词元编号；S 为原文长度（含 </s>）",
     "card-model": "模型", "card-data": "数据", "card-training": "训练",
     "card-valid": "验证集", "card-arch": "结构",
@@ -198,10 +200,13 @@ function applyLang(lang) {
   if (state.result) render(state.result);
 }
 
-function showError(message) {
+// The server's refusals are one English line naming the field; the Chinese page says whose words
+// they are.
+function showError(message, ours = false) {
   const box = $("error");
   box.hidden = !message;
-  box.textContent = message || "";
+  const refused = I18N[state.lang].refused;
+  box.textContent = !message ? "" : ours || !refused ? message : refused + message;
 }
 
 async function api(path, body) {
@@ -282,6 +287,7 @@ function request(extra) {
 
 async function translate() {
   showError("");
+  if (!$("text").value.trim()) { showError(t("need-text"), true); return; }
   $("busy").hidden = false;
   try {
     const started = performance.now();
