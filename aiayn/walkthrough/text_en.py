@@ -174,6 +174,8 @@ TEXT: dict[str, str] = {
     ),
     # The loss.
     "loss.title": "The loss",
+    "loss.cross_entropy": "cross-entropy",
+    "loss.training_loss": "the training loss",
     "loss.text": (
         "At each position t the correct next word y_t is known (teacher forcing: the decoder was "
         "given the true previous words), and p(y_t) is the probability the model gives to that "

@@ -148,6 +148,8 @@ TEXT: dict[str, str] = {
     ),
     # 损失
     "loss.title": "计算损失",
+    "loss.cross_entropy": "交叉熵",
+    "loss.training_loss": "训练时用的损失",
     "loss.text": (
         "在每个位置 t，正确的下一个词 y_t 是已知的（teacher forcing：解码器拿到的是真实的前文），"
         "p(y_t) 是模型给这个词的概率，也就是 P 中这一行、这个词那一列的值。论文训练时并不只用 −lo"

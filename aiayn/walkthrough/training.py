@@ -68,13 +68,13 @@ def loss_section(st: Steps) -> Section:
         Table(st.header("loss"), rows),
         st.prover.check(
             "loss",
-            r"\bar{\mathcal{L}} = \text{cross-entropy}(L, y)",
+            r"\bar{\mathcal{L}} = \text{" + st.t("loss.cross_entropy") + "}(L, y)",
             plain.mean(),
             torch.nn.functional.cross_entropy(logits_t, target[0]),
         ),
         st.prover.check(
             "loss",
-            r"\bar{\mathcal{L}}^{\text{ls}} = \text{the training loss}",
+            r"\bar{\mathcal{L}}^{\text{ls}} = \text{" + st.t("loss.training_loss") + "}",
             smooth.mean(),
             smoothed_loss(logits_t, target[0], eps, pad),
         ),
