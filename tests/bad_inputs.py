@@ -1294,11 +1294,7 @@ DOOR_MODULES = ("bad_inputs_hf", "bad_inputs_flags", "bad_inputs_table3", "bad_i
 def _door_cases() -> list[Case]:
     import importlib
 
-    cases: list[Case] = []
-    for name in DOOR_MODULES:
-        with contextlib.suppress(ModuleNotFoundError):
-            cases += importlib.import_module(name).CASES
-    return cases
+    return [case for name in DOOR_MODULES for case in importlib.import_module(name).CASES]
 
 
 def all_cases() -> list[Case]:
