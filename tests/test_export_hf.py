@@ -482,12 +482,12 @@ def test_verbs_without_transformers_name_the_install(tmp_path, monkeypatch, caps
 
 def test_the_explorer_says_which_model_it_shows(tmp_path) -> None:
     """A model trained with aiayn says so; an imported one names its source (tested below)."""
-    from aiayn.explore.core import _origin
+    from aiayn.explore.card import origin
 
     tok = Tokenizer.train(["a b c"], vocab_size=260)
     cfg = ModelConfig(vocab_size=tok.vocab_size, d_model=8, n_heads=2, d_ff=8, n_layers=1)
     save_model(tmp_path / "m.safetensors", Transformer(cfg), metadata={"tokenizer": tok.to_str()})
-    assert _origin(tmp_path / "m.safetensors") == "trained with aiayn"
+    assert origin(tmp_path / "m.safetensors") == "trained with aiayn"
 
 
 def test_import_hf_refuses_in_one_line_and_writes_nothing(tmp_path, marian, capsys) -> None:
