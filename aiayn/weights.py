@@ -129,9 +129,23 @@ def load_state(path: str | Path) -> tuple[dict[str, Tensor], ModelConfig, dict[s
     return state, config, meta
 
 
+class _ShapesOnly(torch.overrides.TorchFunctionMode):
+    """Tensor.normal_ draws nothing while a model is built on the meta device for its shapes.
+
+    A draw on a meta tensor computes nothing, but its first use imports torch._dynamo (about
+    1.3 s of every command's start-up); the shapes are the same either way. Modes are per
+    thread, so a model built elsewhere at the same time is drawn as usual.
+    """
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if func in (torch.Tensor.normal_, torch.nn.init.normal_):
+            return args[0] if args else kwargs["tensor"]
+        return func(*args, **(kwargs or {}))
+
+
 def check_fits(path: str | Path, config: ModelConfig, found: dict[str, tuple[int, ...]]) -> None:
     """Raise one UserError naming path when the tensors' shapes do not fit the config."""
-    with torch.device("meta"):  # shapes only, nothing allocated
+    with torch.device("meta"), _ShapesOnly():  # shapes only, nothing allocated or drawn
         expected = {k: tuple(v.shape) for k, v in Transformer(config).state_dict().items()}
     problems = [f"{k} missing" for k in expected if k not in found]
     problems += [f"{k} unexpected" for k in found if k not in expected]

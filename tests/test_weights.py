@@ -162,3 +162,31 @@ def test_load_model_refuses_another_architecture(tmp_path: Path) -> None:
     load_model(path, expect=_tiny(dropout=0.0))  # only training settings differ: fine
     with pytest.raises(UserError, match=r"model\.safetensors.*vocab_size 11 != 12"):
         load_model(path, expect=_tiny(vocab_size=12))
+
+
+def test_loading_a_model_draws_nothing_on_the_meta_device(tmp_path) -> None:
+    """check_fits builds the model on the meta device for its shapes without drawing its
+    initial values: a meta draw imports torch._dynamo, over a second of every command's
+    start-up (aiayn translate answers in about 2 s, not 3.5). The loaded weights are the file's."""
+    import subprocess
+    import sys
+
+    from aiayn.config import ModelConfig
+    from aiayn.model import Transformer
+    from aiayn.weights import save_model
+
+    model = Transformer(ModelConfig(vocab_size=300, d_model=16, n_heads=2, d_ff=32, n_layers=1))
+    save_model(tmp_path / "m.safetensors", model)
+    probe = (
+        "import sys, torch; from aiayn.weights import load_model; "
+        f"m, _ = load_model({str(tmp_path / 'm.safetensors')!r}); "
+        f"w = torch.load({str(tmp_path / 'w.pt')!r}, weights_only=True); "
+        "assert torch.equal(m.embedding, w), 'weights differ'; "
+        "print('torch._dynamo' in sys.modules)"
+    )
+    import torch
+
+    torch.save(model.embedding.detach(), tmp_path / "w.pt")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
