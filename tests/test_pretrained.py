@@ -358,3 +358,29 @@ def test_the_wheel_holds_every_shipped_file(tmp_path) -> None:
     for entry in pretrained.registry().values():
         wanted |= {f"aiayn/pretrained/{entry['file']}", f"aiayn/pretrained/{entry['results']}"}
     assert wanted <= inside
+
+
+SHARED_DATA = REPO.parent / "shared" / "data"
+# Where each shipped model's corpus is found offline: the shared copies beside the repository.
+LOCAL_DATA = {"en-zh": ("AIAYN_TATOEBA", SHARED_DATA / "tatoeba" / "cmn.txt")}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(pretrained.registry()))
+def test_each_shipped_model_rescores_to_its_results_file(name, monkeypatch, tmp_path) -> None:
+    """The real shipped model, re-scored on the first 200 test sentences of its data (prepared
+    with the recorded command), gives its recorded sacreBLEU and chrF2 within 0.5 points."""
+    variable, local = LOCAL_DATA[name]
+    if not local.exists():
+        pytest.skip(f"the corpus of {name} is not here ({local})")
+    monkeypatch.setenv(variable, str(local))
+    check(*rescore(name, prepare(pretrained.results(name), tmp_path / "data")))
+
+
+@pytest.mark.skipif("en-zh" not in pretrained.registry(), reason="no en-zh model is shipped")
+def test_the_shipped_en_zh_model_translates_the_notes_sentence(capsys, tmp_path) -> None:
+    """Issue 47's goal: "I love you." -> 我爱你 or 我爱您, with or without the full stop."""
+    src = tmp_path / "in.txt"
+    src.write_text("I love you.\n", encoding="utf-8")
+    assert main(["translate", "--checkpoint", "en-zh", "--input", str(src)]) == 0
+    assert capsys.readouterr().out.strip().rstrip("。") in ("我爱你", "我爱您")

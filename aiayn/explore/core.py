@@ -164,7 +164,9 @@ class Explorer:
             self.corpus, self.languages, self.examples = run_data(self.run_dir)
         elif (name := pretrained.shipped_name(self.path)) is not None:  # shipped with aiayn
             self.kind = kind or "shipped"
-            self.corpus = pretrained.entry(name)["description"]
+            shipped = pretrained.entry(name)  # its corpus by key, named in the page's language
+            self.corpus = shipped.get("corpus", shipped["description"])
+            self.languages = shipped.get("languages")
             self.examples = pretrained.examples(name)[:MAX_EXAMPLES]
         self._loaded: OrderedDict[str, Transformer] = OrderedDict()
         self._lock = threading.Lock()
