@@ -167,6 +167,12 @@ class Explorer:
             shipped = pretrained.entry(name)  # its corpus by key, named in the page's language
             self.corpus = shipped.get("corpus", shipped["description"])
             self.languages = shipped.get("languages")
+            valid = pretrained.results(name).get("valid")  # measured on the shipped file itself
+            if isinstance(valid, dict) and self.training["valid"] is None:
+                step = self.training["step"]
+                self.training["valid"] = {"step": step, "ppl": valid.get("perplexity")}
+                if isinstance(valid.get("sacrebleu"), int | float):
+                    self.training["valid"]["bleu"] = valid["sacrebleu"]
             self.examples = pretrained.examples(name)[:MAX_EXAMPLES]
         self._loaded: OrderedDict[str, Transformer] = OrderedDict()
         self._lock = threading.Lock()
