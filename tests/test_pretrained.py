@@ -384,3 +384,15 @@ def test_the_shipped_en_zh_model_translates_the_notes_sentence(capsys, tmp_path)
     src.write_text("I love you.\n", encoding="utf-8")
     assert main(["translate", "--checkpoint", "en-zh", "--input", str(src)]) == 0
     assert capsys.readouterr().out.strip().rstrip("。") in ("我爱你", "我爱您")
+
+
+@pytest.mark.skipif("en-zh" not in pretrained.registry(), reason="no en-zh model is shipped")
+def test_the_readmes_quote_the_shipped_en_zh_figures_from_its_results_file() -> None:
+    results = pretrained.results("en-zh")
+    figures = [f"**{results['test']['sacrebleu']:.1f}**", f"chrF2 {results['test']['chrf']:.1f}"]
+    figures.append(f"{results['valid']['sacrebleu']:.1f}")
+    for readme in ("README.md", "README.zh-CN.md"):
+        text = (REPO / readme).read_text(encoding="utf-8")
+        row = next(line for line in text.splitlines() if "`en-zh`" in line and "|" in line)
+        for figure in figures:
+            assert figure in row, (readme, figure)
