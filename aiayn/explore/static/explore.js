@@ -23,6 +23,9 @@ const I18N = {
     "valid-ppl": "perplexity {ppl} at step {step}", "valid-none": "none recorded",
     "corpus-unknown": "not recorded", "try-own": "Try its own test sentences first: a model " +
       "translates best what resembles its training data.",
+    "examples-shipped": "Example sentences",
+    "try-shipped": "Start with its example sentences, then type your own: a model translates " +
+      "best what resembles its training data.",
     "empty-first": "The model produced an empty translation: the beam search's best hypothesis " +
       "is </s> alone, the end of the sentence at once (p = {p}).",
     "empty-thin": "Every word is still unlikely to it, so stopping at once scores better than any " +
@@ -100,6 +103,8 @@ const I18N = {
     "valid-ppl": "第 {step} 步的困惑度 {ppl}", "valid-none": "没有记录",
     "corpus-unknown": "没有记录", "try-own": "建议先试测试集里的句子：和训练数据越像的句子，" +
       "模型翻得越好。",
+    "examples-shipped": "示例句子",
+    "try-shipped": "先试试示例句子，再输入你自己的句子：和训练数据越像的句子，模型翻得越好。",
     "empty-first": "模型给出的译文是空的：束搜索得分最高的假设只有一个句末符号 </s>，一开头就结束了（p = {p}）。",
     "empty-thin": "在它看来，每个词的概率都还很低，所以立刻结束比写出任何句子得分都高。",
     "empty-spaces": "模型给出的译文是空的：它输出的内容解码后只有空白。",
@@ -227,6 +232,11 @@ function renderInfo() {
   const m = info.model;
   const box = $("model-info");
   box.replaceChildren();
+  // A shipped model offers example sentences (its registry's), not its test split's.
+  const shipped = info.kind === "shipped";
+  const label = document.querySelector('label[for="example"]');
+  label.dataset.i18n = shipped ? "examples-shipped" : "examples";
+  label.textContent = t(label.dataset.i18n);
   const row = (label, ...items) => box.append(el("div", { class: "card-row" },
     el("span", { class: "card-key", text: label }), el("span", { class: "card-value" }, ...items)));
   row(t("card-model"), data(info.checkpoint_label), el("span", { class: "tag kind",
@@ -254,7 +264,9 @@ function renderInfo() {
   row(t("card-valid"), el("span", { id: "model-valid", text: valid }));
   row(t("card-arch"), el("span", { text: `d_model ${m.d_model} · h ${m.n_heads} · d_k ${m.d_k} · ` +
     `d_ff ${m.d_ff} · N ${m.n_layers} · V ${m.vocab_size}` }));
-  if (info.examples.length) box.append(el("p", { class: "note", text: t("try-own") }));
+  if (info.examples.length) {
+    box.append(el("p", { class: "note", text: t(shipped ? "try-shipped" : "try-own") }));
+  }
 }
 const CORPUS_KEYS = { packaged: 1, multi30k: 1, tatoeba: 1, numbers: 1, copy: 1, reverse: 1, wmt14: 1, files: 1 };
 function ppl(x) { return x === null || x === undefined ? "?" : Number(x).toFixed(x < 100 ? 2 : 0); }
