@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -46,6 +45,19 @@ def evaluate(checkpoint: str, data: Path, split: str, limit: int | None = None) 
     }
 
 
+def write_shipped(model: Path, dest: Path) -> None:
+    """The model file as shipped: the same weights, config and tokenizer, its averaged checkpoints
+    named by their directory (step_N) instead of the paths of the machine that trained it."""
+    from aiayn.weights import CONFIG_KEY, DIGEST_KEY, load_state, save_model
+
+    state, config, meta = load_state(model)
+    meta = {k: v for k, v in meta.items() if k not in (CONFIG_KEY, DIGEST_KEY)}
+    if "averaged_from" in meta:
+        names = [Path(f).parent.name or Path(f).name for f in json.loads(meta["averaged_from"])]
+        meta["averaged_from"] = json.dumps(names)
+    save_model(dest, state, config, metadata=meta)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("name")
@@ -70,7 +82,8 @@ def main() -> int:
     if size > MAX_BYTES:
         sys.exit(f"{args.model}: {size:,} bytes, over the {MAX_BYTES:,} a shipped model may have")
     dest = pretrained.DIR / f"{args.name}.safetensors"
-    shutil.copyfile(args.model, dest)
+    write_shipped(args.model, dest)
+    size = dest.stat().st_size
     examples = [
         dict(zip(("source", "reference"), e.split("=", 1), strict=True)) for e in args.example
     ]
