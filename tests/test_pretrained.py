@@ -328,6 +328,11 @@ def test_the_shipped_registry_is_sound() -> None:
         path = pretrained.shipped_file(name)
         assert entry["bytes"] <= pretrained.MAX_BYTES, name
         check_file_fits(path)
+        # no path of the machine that trained it: averaged checkpoints named by step (ship-model)
+        from aiayn.weights import read_metadata
+
+        averaged = json.loads(read_metadata(path).get("averaged_from", "[]"))
+        assert all("/" not in f and "\\" not in f for f in averaged), averaged
         results = pretrained.results(name)
         assert results["model"] == name
         assert {"source", "licence", "prepare"} <= set(results["data"]), name
