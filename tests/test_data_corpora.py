@@ -286,6 +286,18 @@ def test_multi30k_from_a_local_directory(tmp_path: Path) -> None:
     assert load_prepared(out).manifest["source_info"]["matches_official_sha256"] is False
 
 
+def test_multi30k_from_the_environment_variable(tmp_path: Path, monkeypatch) -> None:
+    """$AIAYN_MULTI30K stands for --multi30k-dir (as for `aiayn demo`): nothing is downloaded."""
+    from aiayn.data.corpora import multi30k
+
+    write_raw(tmp_path / "m30k", M30K)
+    monkeypatch.setenv(multi30k.ENV, str(tmp_path / "m30k"))
+    out = tmp_path / "out"
+    prepare_multi30k(out, "--cache-dir", str(tmp_path / "cache"))
+    assert load_prepared(out).manifest["source_info"]["directory"] == str(tmp_path / "m30k")
+    assert not (tmp_path / "cache" / "multi30k").exists()
+
+
 def test_multi30k_download_with_checksums(tmp_path: Path, http_root, monkeypatch) -> None:
     root, url = http_root
     sums = write_raw(tmp_path / "plain", M30K)
@@ -293,6 +305,7 @@ def test_multi30k_download_with_checksums(tmp_path: Path, http_root, monkeypatch
     from aiayn.data.corpora import multi30k
 
     monkeypatch.setattr(multi30k, "SHA256", sums)
+    monkeypatch.delenv(multi30k.ENV, raising=False)
     out = tmp_path / "out"
     prepare_multi30k(out, "--mirror", url, "--cache-dir", str(tmp_path / "cache"))
     # a corrupted file upstream: checksum error, and nothing corrupt stays in the cache

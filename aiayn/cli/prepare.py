@@ -67,7 +67,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--src", type=Path, help="files: source text, one sentence a line")
     parser.add_argument("--tgt", type=Path, help="files: target text, aligned with --src")
     parser.add_argument("--tsv", type=Path, help="files: one 'source<TAB>target' pair a line")
-    parser.add_argument("--multi30k-dir", type=Path, help="multi30k: local raw files (no download)")
+    parser.add_argument(
+        "--multi30k-dir",
+        type=Path,
+        help="multi30k: local raw files, no download (default $AIAYN_MULTI30K, else a download)",
+    )
     parser.add_argument(
         "--tatoeba-file",
         type=Path,

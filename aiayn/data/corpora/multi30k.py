@@ -9,6 +9,7 @@ decompression. Licence: research use, following Flickr30k's terms.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from aiayn.data.textio import DecodeCounter, Errors, read_aligned
 from aiayn.errors import UserError
 
 BASE_URL = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/"
+ENV = "AIAYN_MULTI30K"  # a local copy of the raw files, in place of --multi30k-dir
 SPLIT_FILES = {"train": "train", "valid": "val", "test": "test_2016_flickr"}
 LANGS = ("en", "de")
 SHA256 = {  # of the decompressed files
@@ -59,7 +61,10 @@ def multi30k_corpus(
     errors: Errors = "strict",
     progress: bool = False,
 ) -> Corpus:
-    """Multi30k from a local directory of the raw files, or downloaded into the cache."""
+    """Multi30k from a local directory of the raw files (``directory`` or $AIAYN_MULTI30K), or
+    downloaded into the cache."""
+    if directory is None and os.environ.get(ENV):
+        directory = Path(os.environ[ENV])
     if directory is None:
         directory = download_multi30k(cache, base_url, sha256, progress)
         origin = {"url": base_url}
