@@ -374,6 +374,9 @@ def from_dict(cls: type, data: dict[str, Any]) -> Any:
 # Config files and precedence ---------------------------------------------------------------
 
 SECTIONS = {"ModelConfig": "model", "TrainConfig": "train", "DecodeConfig": "decode"}
+# Tables a config file may hold for another reader, passed over here: a recipe's [recipe] (its
+# data, budget and averaging, read by recipes/run.py), so `aiayn train --config RECIPE` trains it.
+OTHER_TABLES = ("recipe",)
 
 
 def _toml_value(hint: Any, value: Any) -> Any:
@@ -421,7 +424,8 @@ class TomlTables(dict):
 def load_toml(path: str | Path | None) -> dict[str, Any]:
     """The tables of a TOML config file, or {} for None; a bad file is a UserError naming it.
 
-    Tables: ``[model]``, ``[train]``, ``[decode]``. Every value is checked against its config
+    Tables: ``[model]``, ``[train]``, ``[decode]``; a recipe's ``[recipe]`` is passed over
+    (recipes/run.py reads it). Every value is checked against its config
     field's type (and converted: 1 -> 1.0 for a float field), so ``warmup = "ten"`` is
     "FILE: [train] warmup: must be an integer".
     """
@@ -441,10 +445,11 @@ def load_toml(path: str | Path | None) -> dict[str, Any]:
         raise UserError(f"{p}: not valid TOML: {e}") from None
     except OSError as e:
         raise UserError(f"{p}: cannot read ({e.strerror or e})") from None
-    unknown = sorted(set(data) - set(SECTIONS.values()))
+    unknown = sorted(set(data) - set(SECTIONS.values()) - set(OTHER_TABLES))
     if unknown:
         raise UserError(
             f"{p}: unknown table(s) {', '.join(unknown)}; use [model], [train], [decode]"
+            " (and [recipe] for a recipe)"
         )
     tables = TomlTables()
     tables.path = p

@@ -190,7 +190,7 @@ def test_demo_hands_its_budget_to_aiayn_train(tmp_path, monkeypatch, extra, budg
     with pytest.raises(Stop):
         demo.run(parser.parse_args(["--run", str(tmp_path / "demo"), *extra]))
     assert trains[0][-4:] == budget
-    assert trains[0][trains[0].index("--save-every-steps") + 1] == "100"
+    assert trains[0][trains[0].index("--config") + 1] == str(demo.RECIPE)  # recipes/demo.toml
 
 
 def test_demo_reuses_prepared_data_only_when_its_settings_match(tmp_path, monkeypatch) -> None:

@@ -29,59 +29,41 @@ import json
 import os
 import shutil
 import time
+import tomllib
 from pathlib import Path
 
-# The demo's data and recipe, each setting chosen on the validation split: docs/demo.md.
-DEMO_ORIGINS = "help"  # LibreOffice help: one domain, consistent terms, whole sentences
-DEMO_MIN_WORDS, DEMO_MAX_WORDS = 6, 25  # sentences, not one-word UI labels
-# A shared BPE of 8000 (the paper's is about 37000): it beat 4000 on valid sacreBLEU after the
-# same 1000 steps, for a slower step (the figures: docs/demo.md, from benchmarks/results/).
-DEMO_VOCAB = 8000
-# Steps, not minutes, decide, so that a slower machine trains the same model (and the same
-# BLEU) in more time. The minutes are only a safety net, far above a normal run (docs/demo.md
-# times one); where they do stop the training first, the demo says so beside its BLEU.
-DEMO_STEPS = 1000
-DEMO_MINUTES = 60.0
+# The demo's data and recipe, each setting chosen on the validation split (docs/demo.md): one
+# home, recipes/demo.toml, which `aiayn train --config recipes/demo.toml` trains as well. Steps,
+# not minutes, decide (a slower machine trains the same model in more time); the minutes are a
+# safety net far above a normal run, and where they stop the training first the demo says so.
+RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "demo.toml"
+
+
+def _read_recipe() -> tuple[dict, dict]:
+    """The [recipe] and [train] tables of recipes/demo.toml; empty where aiayn was installed
+    without its recipes (from a wheel), and `aiayn demo` then says so when it runs."""
+    try:
+        tables = tomllib.loads(RECIPE.read_text(encoding="utf-8"))
+    except OSError:
+        return {}, {}
+    return tables["recipe"], tables["train"]
+
+
+_RECIPE, _TRAIN = _read_recipe()
+DEMO_ORIGINS = _RECIPE.get("origins")  # the packaged corpus's demo subset: LibreOffice help,
+DEMO_MIN_WORDS, DEMO_MAX_WORDS = _RECIPE.get("min_words"), _RECIPE.get("max_words")  # sentences
+DEMO_VOCAB = _RECIPE.get("vocab_size")
+DEMO_AVERAGE = (_RECIPE.get("average") or [None])[0]  # DEVIATION(6.1): the last 2, not 5
+DEMO_STEPS, DEMO_MINUTES = _TRAIN.get("max_steps"), _TRAIN.get("max_minutes")
+DEMO_SAVE_EVERY, DEMO_WARMUP = _TRAIN.get("save_every_steps"), _TRAIN.get("warmup")
 # What each corpus holds, and a sentence of that kind for the `aiayn translate` printed last.
 EXAMPLES = {
     "multi30k": ("an image caption", "A dog runs through the grass."),
     "packaged": ("a software help text", "Click OK to close the dialog."),
     "numbers": ("a number in words", "three hundred and twelve"),
 }
-DEMO_SAVE_EVERY = 100  # steps between checkpoints
-# DEVIATION(5.3): warm-up 600 steps, not 4000 (a run of 1000 steps): the best valid sacreBLEU of
-# the warm-ups tried; shorter ones learned less or diverged (docs/demo.md).
-DEMO_WARMUP = 600
-# DEVIATION(6.1): the last 2 checkpoints, not 5: the paper's 5 x 10 minutes are the end of a
-# converged 12-hour run; the last 5 of 10 checkpoints span half of a run whose perplexity is
-# still falling fast. On the validation split averaging the last 2 scored best of 1, 2, 3 and 5
-# (docs/demo.md).
-DEMO_AVERAGE = 2
 MULTI30K_DIR_ENV = "AIAYN_MULTI30K"  # a local copy of Multi30k's raw files
 MULTI30K_URL_ENV = "AIAYN_MULTI30K_URL"  # a mirror of its official raw files (tests, offline)
-# DEVIATION(5.4): no dropout (the paper's P_drop 0.1 is its Table 3 row D's 0.0 here). The
-# demo trains 5 epochs of a small corpus, far from overfitting; after the same 1000 steps no
-# dropout scored far above 0.1 on valid sacreBLEU (docs/demo.md).
-DEMO_TRAIN_FLAGS = [
-    "--preset",
-    "tiny",
-    "--dropout",
-    "0.0",
-    "--warmup",
-    str(DEMO_WARMUP),
-    "--lr-scale",
-    "0.5",
-    "--max-tokens",
-    "2048",
-    "--save-every-steps",
-    str(DEMO_SAVE_EVERY),
-    "--keep-last",
-    "5",
-    "--valid-every",
-    "200",
-    "--log-every",
-    "20",
-]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -265,6 +247,8 @@ def run(args: argparse.Namespace) -> int:
 
     from aiayn.errors import UserError
 
+    if not _RECIPE:
+        raise UserError(f"{RECIPE}: not found; aiayn demo runs from a checkout (make demo)")
     if args.minutes <= 0:
         raise UserError(f"--minutes must be > 0, got {args.minutes}")
     if args.steps < 0:
@@ -287,7 +271,7 @@ def run(args: argparse.Namespace) -> int:
     _step(2, f"training: the paper's recipe for {budget} (sections 5.2-5.4)")
     if not args.resume and run_dir.exists():
         shutil.rmtree(run_dir)
-    train = ["train", "--data", str(data), "--run", str(run_dir), *DEMO_TRAIN_FLAGS]
+    train = ["train", "--data", str(data), "--run", str(run_dir), "--config", str(RECIPE)]
     if resume:
         train = ["train", "--run", str(run_dir), "--resume"]
     train += ["--max-minutes", str(args.minutes), "--max-steps", str(steps)]
@@ -306,6 +290,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("averaging failed (see above)")
     report, hyps = run_dir / "evaluation.json", run_dir / "test.hyp"
     evaluate = ["evaluate", "--checkpoint", str(model), "--data", str(data), "--split", "test"]
+    evaluate += ["--config", str(RECIPE)]  # its [decode]: section 6.1's beam 4, alpha 0.6
     if args.test_limit:
         evaluate += ["--limit", str(args.test_limit)]
     if _cli([*evaluate, "--json", str(report), "--hyps", str(hyps)]) != 0:
