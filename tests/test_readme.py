@@ -561,7 +561,8 @@ def test_paper_map_covers_every_section_asked_for() -> None:
 # ---------------------------------------------------------------------------------------------
 # The figures the READMEs quote are the committed results files', rounded as written.
 
-RESULTS = REPO / "benchmarks" / "results"
+RESULTS = REPO / "recipes" / "results"
+SEARCH = REPO / "experiments" / "2026-12-multi30k-search" / "results"
 
 
 def _results_row(md: Path, marker: str) -> str:
@@ -577,21 +578,6 @@ FINALS_60 = (
     "multi30k-final-60min-dropout0.2-seed1.json",
     "multi30k-final-60min-dropout0.2-seed2.json",
 )
-
-
-def _hour_converged_final() -> str:
-    """The results file of the converged final the hour round chose on valid (while a
-    candidate is still to run to convergence, the one standing among those recorded)."""
-    import sys
-
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    import multi30k_trials as mt
-
-    _, chosen, _ = mt.plan(mt.read_trials(mt.TRIALS_FILE), 20.0)
-    rows, best, _ = mt.hour_converged_plan(chosen, mt.read_trials(mt.TRIALS_FILE))
-    best = mt.converged_best(rows) if best is None else best
-    assert best != 0
-    return mt.hour_converged_final(rows[best][0])
 
 
 def _run_facts_in(row: str, final: dict) -> None:
@@ -636,7 +622,7 @@ def test_multi30k_figures_are_the_results_files(md: Path) -> None:
     conv_decoded = decode["test"][name]
     row = _results_row(md, name)
     assert setting in row
-    first = json.loads((RESULTS / "multi30k-converged.json").read_text(encoding="utf-8"))
+    first = json.loads((SEARCH / "multi30k-converged.json").read_text(encoding="utf-8"))
     assert "`multi30k-converged.json`" in row
     for k in ("sacrebleu", "moses_bleu"):
         assert f"{first[k]['score']:.1f}" in row
@@ -658,7 +644,6 @@ def test_multi30k_figures_are_the_results_files(md: Path) -> None:
         assert f"高 {gap}（用论文的束宽和 alpha 时高 {paper_gap}）" in text
     # the hour round's converged final (the wider `mid`, chosen on valid against the run above)
     mid_name = "multi30k-converged-mid.json"
-    assert _hour_converged_final() == mid_name
     mid = json.loads((RESULTS / mid_name).read_text(encoding="utf-8"))
     row = _results_row(md, mid_name)
     assert setting in row
@@ -676,7 +661,7 @@ def test_multi30k_figures_are_the_results_files(md: Path) -> None:
     else:
         assert f"（`mid`）高 {mid_gap}，比 `small` 的高 {gap}" in text
     # the literature round's lowercased twin, tested once in the literature's flavour
-    twin = json.loads((RESULTS / "multi30k-converged-lowercased.json").read_text(encoding="utf-8"))
+    twin = json.loads((SEARCH / "multi30k-converged-lowercased.json").read_text(encoding="utf-8"))
     lowercased = f"{twin['moses_bleu']['score']:.1f} (`multi30k-converged-lowercased.json`"
     assert lowercased in text.replace("（", " (").replace("，见", ", ")
     # the first screen's bullet quotes the same runs: cased for both seeds, then Moses, then the
@@ -700,7 +685,7 @@ def test_training_doc_tables_are_the_results_files() -> None:
 
     doc = (REPO / "docs" / "training.md").read_text(encoding="utf-8")
     lines = doc.splitlines()
-    for raw in (RESULTS / "multi30k-trials.jsonl").read_text(encoding="utf-8").splitlines():
+    for raw in (SEARCH / "multi30k-trials.jsonl").read_text(encoding="utf-8").splitlines():
         trial = json.loads(raw)
         if "seed" in trial:  # the staged search's table: tests/test_multi30k_trials.py
             continue
@@ -708,7 +693,7 @@ def test_training_doc_tables_are_the_results_files() -> None:
         cells = [c.strip() for c in row.strip("|").split("|")]
         valid = trial["valid_sacrebleu_by_averaged"]
         assert cells[2:] == [f"{trial['steps']:,}", *(f"{valid[n]:.2f}" for n in ("1", "3", "5"))]
-    result = json.loads((RESULTS / "multi30k-40-60min.json").read_text(encoding="utf-8"))
+    result = json.loads((SEARCH / "multi30k-40-60min.json").read_text(encoding="utf-8"))
     for budget in result["budgets"]:
         row = next(
             line for line in lines if line.startswith(f"| {budget['budget_minutes']:g} minutes")
@@ -744,22 +729,18 @@ def test_readme_stays_short() -> None:
 
 @pytest.mark.parametrize("md", [*READMES, REPO / "docs" / "training.md"], ids=lambda p: p.name)
 def test_the_training_example_is_the_multi30k_recipe(md: Path) -> None:
-    """The first `aiayn train` command of the READMEs and of docs/training.md, said to be
-    benchmarks/multi30k.py's recipe, gives every training flag of it with the same value."""
-    import sys
+    """The first `aiayn train` command of the READMEs and of docs/training.md, said to be the
+    recipe of recipes/multi30k-small.toml, gives its model and training settings."""
+    from aiayn.config import load_toml
 
-    from aiayn.config import TrainConfig
-
-    if str(REPO / "benchmarks") not in sys.path:
-        sys.path.insert(0, str(REPO / "benchmarks"))
-    import multi30k
-
+    tables = load_toml(REPO / "recipes" / "multi30k-small.toml")
     text = md.read_text(encoding="utf-8")
     start = text.index("aiayn train --data data/m30k")
     end = text.index("\n", text.index("--max-minutes", start))
     command = shlex.split(text[start:end].replace("\\\n", " "))  # the continued lines joined
-    flags = multi30k._train_flags(multi30k._parser().parse_args([]))
-    pairs = dict(zip(flags[0::2], flags[1::2], strict=True))
-    assert pairs.pop("--seed") == str(TrainConfig.seed)  # aiayn train's default is the same
-    given = {w: command[i + 1] for i, w in enumerate(command) if w.startswith("--")}
-    assert {k: given.get(k) for k in pairs} == pairs
+    given = {
+        w[2:].replace("-", "_"): command[i + 1] for i, w in enumerate(command) if w[:2] == "--"
+    }
+    recipe = {**tables["model"], **tables["train"]}
+    for name in ("d_model", "d_ff", "n_layers", "dropout", "warmup", "lr_scale", "max_tokens"):
+        assert float(given[name]) == recipe[name], name
