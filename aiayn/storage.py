@@ -464,7 +464,7 @@ _fault_hits: dict[str, int] = {}
 def fault_point(name: str) -> None:
     """``AIAYN_FAULT=NAME`` (or ``NAME@N``, the Nth time) makes this process SIGKILL itself here.
 
-    The test suite (tests/test_faults.py) and benchmarks/faults.py use it to kill a training
+    The test suite (tests/test_faults.py) and tests/fault_trials.py use it to kill a training
     at chosen moments of a checkpoint write or of pruning; unset, it costs one dict lookup.
     """
     spec = os.environ.get("AIAYN_FAULT")

@@ -18,23 +18,18 @@ not, bf16 is emulated and slower, so `--bf16` stays off by default (docs/perform
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
+import torch
+from compile_cpu import step, synthetic_batches
+from harness import at_least_1, parser, provenance, write_report
 
-import torch  # noqa: E402
-from compile_cpu import command, machine, step, synthetic_batches, write_report  # noqa: E402
-
-from aiayn.config import ModelConfig  # noqa: E402
-from aiayn.data.batch import Batch  # noqa: E402
-from aiayn.kernels import FAST  # noqa: E402
-from aiayn.model import Transformer  # noqa: E402
-from aiayn.train.runtime import cpu_bf16_native  # noqa: E402
+from aiayn.config import ModelConfig
+from aiayn.data.batch import Batch
+from aiayn.kernels import FAST
+from aiayn.model import Transformer
+from aiayn.train.runtime import cpu_bf16_native
 
 SHAPES = {"small": (128, 256), "mid": (192, 512)}  # benchmarks/multi30k.py's (d_model, d_ff)
 VARIANTS = ("float32", "bf16")
@@ -66,17 +61,11 @@ def time_shape(cfg: ModelConfig, batches: list[Batch], warmup: int, steps: int) 
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--steps", type=int, default=100, help="timed steps a variant (default 100)")
-    ap.add_argument("--warmup", type=int, default=10, help="untimed steps first (default 10)")
-    ap.add_argument("--threads", type=int, default=2, help="intra-op threads (default 2)")
-    ap.add_argument("--quick", action="store_true", help="tiny models, 3 + 3 steps: a smoke test")
-    ap.add_argument("--json", type=Path, help="write the results here")
+    ap = parser(__doc__, quick="tiny models, 3 + 3 steps: a smoke test")
+    ap.add_argument("--steps", type=at_least_1, default=100, help="timed steps (default 100)")
+    ap.add_argument("--warmup", type=at_least_1, default=10, help="untimed first (default 10)")
     args = ap.parse_args(argv)
-    if args.steps < 1 or args.warmup < 1 or args.threads < 1:
-        given = f"--steps {args.steps}, --warmup {args.warmup}, --threads {args.threads}"
-        ap.error(f"--steps, --warmup and --threads must be at least 1 (given: {given})")
-    torch.set_num_threads(args.threads)
+    run = provenance(args.threads, argv=argv)
     if args.quick:
         args.steps, args.warmup = 3, 3
     need = args.warmup + args.steps
@@ -104,13 +93,10 @@ def main(argv: list[str] | None = None) -> int:
         "steps": args.steps,
         "warmup_steps": args.warmup,
         "shapes": results,
-        "machine": {
-            **machine(args.threads),
-            "bf16_native": cpu_bf16_native(),
-            "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-        },
-        "command": command("bf16_cpu.py", args),
+        **run,
     }
+    run["machine"]["bf16_native"] = cpu_bf16_native()
+    run["machine"]["cpu_capability"] = torch.backends.cpu.get_cpu_capability()
     write_report(args.json, result)
     return 0
 

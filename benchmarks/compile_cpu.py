@@ -25,28 +25,21 @@ time (compilation included) and Dynamo's graph count and graph breaks. `aiayn tr
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import json
 import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
+import numpy as np
+import torch
+from harness import at_least_1, parser, provenance, write_report
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-from multi30k import _processor as processor  # noqa: E402
-
-from aiayn.config import ModelConfig  # noqa: E402
-from aiayn.data.batch import Batch  # noqa: E402
-from aiayn.data.splits import InMemorySplit  # noqa: E402
-from aiayn.data.token_budget import batch_from_indices, token_batches  # noqa: E402
-from aiayn.flops import matmul_peak  # noqa: E402
-from aiayn.kernels import FAST  # noqa: E402
-from aiayn.model import PLAIN, Transformer  # noqa: E402
+from aiayn.config import ModelConfig
+from aiayn.data.batch import Batch
+from aiayn.data.splits import InMemorySplit
+from aiayn.data.token_budget import batch_from_indices, token_batches
+from aiayn.kernels import FAST
+from aiayn.model import PLAIN, Transformer
 
 VARIANTS = ("eager-fast", "eager-plain", "compiled-plain", "compiled-fast")
 
@@ -96,21 +89,15 @@ def step(
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__, quick="tiny model, 3 + 3 steps: a smoke test")
     ap.add_argument("--data", type=Path, help="a prepared corpus (default: synthetic pairs)")
-    ap.add_argument("--steps", type=int, default=100, help="timed steps a variant (default 100)")
-    ap.add_argument("--warmup", type=int, default=20, help="untimed steps first (default 20)")
-    ap.add_argument("--threads", type=int, default=2, help="intra-op threads (default 2)")
+    ap.add_argument("--steps", type=at_least_1, default=100, help="timed steps (default 100)")
+    ap.add_argument("--warmup", type=at_least_1, default=20, help="untimed first (default 20)")
     ap.add_argument("--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS))
-    ap.add_argument("--quick", action="store_true", help="tiny model, 3 + 3 steps: a smoke test")
-    ap.add_argument("--json", type=Path, help="write the results here")
     args = ap.parse_args(argv)
-    if args.steps < 1 or args.warmup < 1 or args.threads < 1:
-        given = f"--steps {args.steps}, --warmup {args.warmup}, --threads {args.threads}"
-        ap.error(f"--steps, --warmup and --threads must be at least 1 (given: {given})")
     if args.data is not None and not (args.data / "manifest.json").is_file():
         ap.error(f"--data {args.data}: not a prepared corpus (no manifest.json)")
-    torch.set_num_threads(args.threads)
+    machine = provenance(args.threads, argv=argv)  # the peak measured before the steps
     import torch._dynamo as dynamo
 
     dynamo.config.capture_scalar_outputs = True
@@ -176,37 +163,10 @@ def main(argv: list[str] | None = None) -> int:
         "variants": rows,
         "graph_breaks": breaks,
         "graphs": counters["stats"].get("unique_graphs", 0),
-        "machine": machine(args.threads),
-        "command": command("compile_cpu.py", args),
+        **machine,
     }
     write_report(args.json, result)
     return 0
-
-
-def machine(threads: int) -> dict:
-    """The CPU a step benchmark ran on: processor, threads, measured matmul peak, torch."""
-    return {
-        "processor": processor(),
-        "threads": threads,
-        "matmul_peak_gflops": round(matmul_peak(torch.device("cpu"), quick=True) / 1e9, 1),
-        "torch": torch.__version__,
-    }
-
-
-def command(script: str, args: argparse.Namespace) -> str:
-    """The command line a step benchmark's results came from (--quick, or a --steps not 100)."""
-    quick = " --quick" if args.quick else ""
-    steps = f" --steps {args.steps}" if args.steps != 100 and not args.quick else ""
-    return f"python benchmarks/{script}{quick}{steps}"
-
-
-def write_report(path: Path | None, result: dict) -> None:
-    """Write RESULT as JSON to PATH (nothing without one)."""
-    if path is None:
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    print(f"written: {path}")
 
 
 if __name__ == "__main__":

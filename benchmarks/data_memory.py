@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from harness import parser, provenance, write_report
 
 LIMIT_MB = 2048
 
@@ -127,16 +128,15 @@ def child(*args: str) -> dict:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pairs", type=int, default=4_500_000)
-    parser.add_argument("--vocab-size", type=int, default=37_000)
-    parser.add_argument("--max-tokens", type=int, default=25_000)
-    parser.add_argument("--workdir", type=Path, help="work in a temp dir under this one")
-    parser.add_argument("--corpus-dir", type=Path, help="reuse (or keep) corpus.en/.de here")
-    parser.add_argument("--json", type=Path, help="also write the results to this file")
-    parser.add_argument("--phase", choices=("generate", "prepare", "epoch"), help=argparse.SUPPRESS)
-    parser.add_argument("--paths", nargs="+", type=Path, help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    ap = parser(__doc__, quick="100,000 pairs (a minute or two)")
+    ap.add_argument("--pairs", type=int, default=4_500_000)
+    ap.add_argument("--vocab-size", type=int, default=37_000)
+    ap.add_argument("--max-tokens", type=int, default=25_000)
+    ap.add_argument("--workdir", type=Path, help="work in a temp dir under this one")
+    ap.add_argument("--corpus-dir", type=Path, help="reuse (or keep) corpus.en/.de here")
+    ap.add_argument("--phase", choices=("generate", "prepare", "epoch"), help=argparse.SUPPRESS)
+    ap.add_argument("--paths", nargs="+", type=Path, help=argparse.SUPPRESS)
+    args = ap.parse_args()
     if args.phase == "generate":
         generate(args.paths[0], args.paths[1], args.pairs)
         print(json.dumps({}))
@@ -149,7 +149,9 @@ def main() -> int:
         print(json.dumps(phase_epoch(args.paths[0], args.max_tokens)))
         return 0
 
-    results: dict = {"pairs": args.pairs}
+    if args.quick:
+        args.pairs = 100_000
+    results: dict = {"pairs": args.pairs, **provenance(args.threads)}
     with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
         work = Path(tmp)
         corpus_dir = args.corpus_dir or work
@@ -169,8 +171,7 @@ def main() -> int:
             child("--max-tokens", str(args.max_tokens), "--phase", "epoch", "--paths", str(out))
         )
     print(json.dumps(results, indent=2))
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2) + "\n")
+    write_report(args.json, results)
     peak = max(results["prepare_peak_rss_mb"], results["epoch_peak_rss_mb"])
     ok = peak < LIMIT_MB and results["pairs_seen"] == results["train_pairs"]
     print(f"peak RSS: prepare {results['prepare_peak_rss_mb']:.0f} MiB, epoch "

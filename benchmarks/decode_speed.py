@@ -16,17 +16,13 @@ modes ``cached-plain`` and ``uncached-plain`` run the same weights with the spee
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import sys
 import time
 from pathlib import Path
 
 import torch
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
+from harness import parser, provenance, write_report
 from run import PLAIN_SWITCH
 
 from aiayn import Transformer, model_preset
@@ -39,7 +35,7 @@ DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "multi30
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__)
     ap.add_argument("--data", type=Path, default=DATA)
     ap.add_argument("--n", type=int, default=1000)
     ap.add_argument("--vocab", type=int, default=8000)
@@ -51,11 +47,11 @@ def main() -> int:
         default="cached,uncached",
         help="of cached, uncached, cached-plain, uncached-plain",
     )
-    ap.add_argument("--threads", type=int, default=0, help="0: torch's default")
     ap.add_argument("--device", default="cpu")
     args = ap.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    if args.quick:
+        args.n, args.rounds = 10, 1
+    run = provenance(args.threads, args.device)
     test = (args.data / "test_2016_flickr.en").read_text(encoding="utf-8").splitlines()[: args.n]
     t0 = time.perf_counter()
     texts = []
@@ -96,13 +92,14 @@ def main() -> int:
         "beam": args.beam,
         "max_len": f"|X| + {args.max_len_b}",
         "plain_kernels_switch": plain_switch,
-        "threads": torch.get_num_threads(),
         "bpe_seconds": bpe_s,
         "seconds": times,
         "sentences_per_second_best": {m: len(src) / min(ts) for m, ts in times.items()},
         "load_average_1min": load,
+        **run,
     }
     print(json.dumps(report, indent=2))
+    write_report(args.json, report)
     return 0
 
 

@@ -18,7 +18,6 @@ when Chromium, chromium-driver or Selenium is missing.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -32,8 +31,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from harness import ROOT, parser, provenance, shown, write_report
 
 SENTENCE = (  # 20 words, in the demo's domain (LibreOffice help)
     "To change the borders of the selected cells, choose Format Cells and then click the "
@@ -154,27 +152,13 @@ def time_render(url: str, renders: int) -> dict[str, float] | str:
     }
 
 
-def _shown(path: Path) -> str:
-    """The path as the report shows it: relative to the repository when inside it."""
-    path = Path(path).resolve()
-    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else path.name
-
-
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p = parser(__doc__, quick="a check that it runs, not a measure")
     p.add_argument("--checkpoint", type=Path, help="default runs/demo/average.safetensors")
     p.add_argument("--repeats", type=int, default=20)
     p.add_argument("--renders", type=int, default=5)
-    p.add_argument("--threads", type=int, default=2, help="intra-op threads (default 2)")
-    p.add_argument("--json", type=Path, help="write the report here")
-    p.add_argument("--quick", action="store_true", help="a check that it runs, not a measure")
     args = p.parse_args()
-    import torch
-
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from run import matmul_peak
-
-    torch.set_num_threads(args.threads)
+    run = provenance(args.threads, quick=True)
     repeats, renders = (3, 1) if args.quick else (args.repeats, args.renders)
     tmp = Path(tempfile.mkdtemp(prefix="explore-speed-"))
     checkpoint = args.checkpoint
@@ -187,12 +171,11 @@ def main() -> int:
         else:
             raise SystemExit(f"explore_speed: {default} does not exist; run `make demo` first")
     report: dict[str, object] = {
-        "checkpoint": _shown(checkpoint),
+        "checkpoint": shown(str(checkpoint.resolve())),
         "sentence_words": len(SENTENCE.split()),
         "threads": args.threads,
         "quick": args.quick,
-        # this machine's fp32 matmul peak at these threads, to set the figures beside others
-        "matmul_peak_gflops": round(matmul_peak(torch.device("cpu"), args.quick) / 1e9, 1),
+        **run,
     }
     report["analyze"] = time_analyze(checkpoint, repeats)
     proc, url = start_server(checkpoint, args.threads)
@@ -204,9 +187,7 @@ def main() -> int:
         proc.wait(timeout=30)
     shutil.rmtree(tmp, ignore_errors=True)
     print(json.dumps(report, indent=1))
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    write_report(args.json, report)
     return 0
 
 

@@ -11,23 +11,20 @@ throughput on this machine. Run it on a quiet machine: the figures are timings.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import torch
+from harness import parser, provenance, write_report
 
-import torch  # noqa: E402
-
-from aiayn import run_dir as layout  # noqa: E402
-from aiayn import storage  # noqa: E402
-from aiayn.config import TrainConfig, model_preset  # noqa: E402
-from aiayn.model import Transformer  # noqa: E402
-from aiayn.train import checkpoints as ckpt  # noqa: E402
-from aiayn.train.schedule import make_optimizer  # noqa: E402
+from aiayn import run_dir as layout
+from aiayn import storage
+from aiayn.config import TrainConfig, model_preset
+from aiayn.model import Transformer
+from aiayn.train import checkpoints as ckpt
+from aiayn.train.schedule import make_optimizer
 
 
 def best_of(n: int, fn) -> float:
@@ -40,11 +37,11 @@ def best_of(n: int, fn) -> float:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="the tiny preset")
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--workdir", type=Path, default=None, help="where to write (a real disk)")
-    args = parser.parse_args()
+    ap = parser(__doc__, quick="the tiny preset")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--workdir", type=Path, default=None, help="where to write (a real disk)")
+    args = ap.parse_args()
+    run = provenance(args.threads)
     preset = "tiny" if args.quick else "base"
     cfg = model_preset(preset, vocab_size=37000 if preset == "base" else 1000)
     model = Transformer(cfg)
@@ -82,6 +79,9 @@ def main() -> int:
     print(f"load, SHA-256 checked       {with_hash:7.2f} s")
     print(f"load, sizes only            {sizes_only:7.2f} s")
     print(f"SHA-256 of the files        {sha:7.2f} s  ({total / 2**20 / sha:.0f} MiB/s)")
+    seconds = {"write": write, "load_hashed": with_hash, "load_sizes_only": sizes_only}
+    report = {"preset": preset, "bytes": sizes, "seconds": {**seconds, "sha256": sha}, **run}
+    write_report(args.json, report)
     return 0
 
 

@@ -34,17 +34,15 @@ from pathlib import Path
 
 import numpy as np
 import torch
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 from baselines import TextbookTransformer, TorchTransformerBaseline
 from decoding import MAX_LEN_A, MAX_LEN_B, aiayn_runs
+from harness import parser, provenance, write_report
 
 from aiayn import Transformer, model_preset
 from aiayn.config import TrainConfig
 from aiayn.data import BOS, EOS, InMemorySplit, batch_from_indices, token_batches
 from aiayn.decode import max_lengths
-from aiayn.flops import matmul_peak, training_flops
+from aiayn.flops import training_flops
 from aiayn.kernels import FAST
 from aiayn.model import PLAIN as PLAIN_OPS
 from aiayn.model import Ops
@@ -240,15 +238,12 @@ def _mean_output_tokens(out) -> float:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="tiny only, few steps (a few minutes)")
-    ap.add_argument("--threads", type=int, default=2, help="intra-op threads (default 2)")
+    ap = parser(__doc__, quick="tiny only, few steps (a few minutes)")
     ap.add_argument("--device", default="cpu", help="cpu or cuda")
     ap.add_argument("--bf16", action="store_true", help="bf16 autocast (GPU)")
     ap.add_argument(
         "--presets", nargs="+", choices=["tiny", "base"], help="default: tiny (--quick) or both"
     )
-    ap.add_argument("--json", type=Path, default=None, help="write the results here")
     ap.add_argument("--_memory", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
@@ -258,19 +253,14 @@ def main() -> int:
         memory_child(args._memory[0], args._memory[1], device)
         return 0
     presets = args.presets or (["tiny"] if args.quick else ["tiny", "base"])
+    load_before = os.getloadavg()[0]
     report: dict = {
-        "machine": {
-            "threads": args.threads,
-            "device": str(device),
-            "cpu_count": os.cpu_count(),
-            "torch": torch.__version__,
-            "load_before": os.getloadavg()[0],
-        },
+        **provenance(args.threads, args.device, quick=args.quick),
         "competitors": COMPETITORS,
         "plain_kernels_switch": PLAIN_SWITCH,
     }
-    peak = matmul_peak(device, args.quick)
-    report["matmul_peak_gflops"] = peak / 1e9
+    report["machine"]["load_before"] = load_before
+    peak = report["machine"]["matmul_peak_gflops"] * 1e9
     print(f"matmul peak (fp32, {args.threads} threads): {peak / 1e9:.1f} GFLOP/s")
     report["training"] = {}
     for preset in presets:
@@ -305,8 +295,7 @@ def main() -> int:
         f"\nload average before/after: {report['machine']['load_before']:.2f} / "
         f"{report['machine']['load_after']:.2f} (on {os.cpu_count()} cores)"
     )
-    if args.json:
-        args.json.write_text(json.dumps(report, indent=2))
+    write_report(args.json, report)
     return 0
 
 

@@ -19,21 +19,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import torch
+from harness import parser, provenance, shown, write_report
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from aiayn.config import DecodeConfig  # noqa: E402
-from aiayn.evaluate import sacre_bleu  # noqa: E402
-
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from run import matmul_peak  # noqa: E402
+from aiayn.config import DecodeConfig
+from aiayn.evaluate import sacre_bleu
 
 ENGINES = (
     "aiayn cached",
@@ -118,18 +112,15 @@ def test_sets(args: argparse.Namespace) -> list[tuple[str, list[str], list[str],
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__, quick="a few lines, one round (a test)")
     ap.add_argument("--checkpoint", default="runs/demo", help="model file, checkpoint or run")
     ap.add_argument("--data", default=None, help="the demo's prepared data (its test split)")
     ap.add_argument("--multi30k", default=None, help="directory with test_2016_flickr.*")
     ap.add_argument("--src-lang", default="en")
     ap.add_argument("--tgt-lang", default="de")
-    ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=2, help="alternating rounds; best time kept")
     ap.add_argument("--limit", type=int, default=0, help="only the first N sentences of each set")
     ap.add_argument("--engines", default=",".join(ENGINES))
-    ap.add_argument("--json", default=None, help="write the report here")
-    ap.add_argument("--quick", action="store_true", help="a few lines, one round (a test)")
     args = ap.parse_args()
 
     from aiayn.export import load_engine, publish
@@ -137,7 +128,7 @@ def main() -> int:
     from aiayn.export.ort import export_onnx
     from aiayn.translator import load_translator
 
-    torch.set_num_threads(args.threads)
+    run = provenance(args.threads, quick=True)
     tmp = Path(tempfile.mkdtemp(prefix="serve-speed-"))
     if args.quick:
         checkpoint, sets = quick_checkpoint(tmp)
@@ -168,13 +159,12 @@ def main() -> int:
     if unknown:
         ap.error(f"--engines: unknown {', '.join(unknown)}; choose from {', '.join(ENGINES)}")
     report: dict = {
-        "checkpoint": str(checkpoint),
+        "checkpoint": shown(str(Path(checkpoint).resolve())),
         "threads": args.threads,
         "decode": "beam 4, alpha 0.6, |Y|^alpha (fairseq), max |X| + 50",
         "sets": {},
         "load_average_1min": [os.getloadavg()[0]],
-        # this machine's fp32 matmul peak at these threads, to set the figures beside others
-        "matmul_peak_gflops": round(matmul_peak(torch.device("cpu"), args.quick) / 1e9, 1),
+        **run,
     }
     for name, src, ref, lang in sets:
         ids = tok.encode_batch(src)
@@ -199,9 +189,7 @@ def main() -> int:
         for e in chosen:
             sps, b = r["sentences_per_second"][e], r["sacrebleu"][e]
             print(f"  {e:<20} {sps:8.1f} sentences/s  sacreBLEU {b:6.2f}")
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    write_report(args.json, report)
     return 0
 
 

@@ -3,7 +3,7 @@
 Each case is a command line that must be refused with one line on stderr naming the setting or
 file (``expect``, a substring), a non-zero exit status and no traceback. ``run_case`` runs a
 case in-process through ``aiayn.cli.main``; tests/test_bad_inputs.py runs the table and
-benchmarks/bad_inputs.py counts it for docs/reliability-inputs.md.
+tests/count_bad_inputs.py counts it for docs/reliability-inputs.md.
 
 Placeholders in argv and expect: {data} a prepared copy corpus, {run} a trained run, {model}
 its model file, {tok} its tokenizer, {empty} an empty file, {binary} random bytes, {latin1}

@@ -258,8 +258,8 @@ def test_ctrl_c_at_start_up_is_one_line_and_130(world, delay) -> None:
 
 @pytest.mark.slow
 def test_the_count_script_reports_the_table() -> None:
-    """benchmarks/bad_inputs.py, whose line docs/reliability-inputs.md quotes."""
-    script = REPO / "benchmarks" / "bad_inputs.py"
+    """tests/count_bad_inputs.py, whose line docs/reliability-inputs.md quotes."""
+    script = REPO / "tests" / "count_bad_inputs.py"
     proc = subprocess.run(
         [sys.executable, str(script), "--quick"], capture_output=True, text=True, timeout=600
     )
@@ -276,5 +276,5 @@ def test_the_docs_quote_the_size_of_the_table() -> None:
         for page in (REPO / "docs").glob("*.md")
         for m in re.finditer(r"(\d+) bad inputs, 0 tracebacks, 0 silent", page.read_text())
     ]
-    assert quoted, "no docs page quotes the figure of benchmarks/bad_inputs.py"
+    assert quoted, "no docs page quotes the figure of tests/count_bad_inputs.py"
     assert set(quoted) == {len(CASES)}

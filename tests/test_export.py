@@ -400,4 +400,4 @@ def test_serve_benchmark_quick(tmp_path) -> None:
         "ct2 float32 native", "ct2 int8 native",
     }  # fmt: skip
     assert all(v > 0 for v in report["sentences_per_second"].values())
-    assert json.loads(out.read_text(encoding="utf-8"))["matmul_peak_gflops"] > 0
+    assert json.loads(out.read_text(encoding="utf-8"))["machine"]["matmul_peak_gflops"] > 0

@@ -1,7 +1,7 @@
 """Fault injection (issue 16): kill -9, full disks, flipped bytes, two trainings, Ctrl-C twice.
 
 The kill trials fork a training of a tiny model and kill it (SIGKILL) at random moments and at
-chosen points of the write protocol (``AIAYN_FAULT``); benchmarks/faults.py holds the trial
+chosen points of the write protocol (``AIAYN_FAULT``); tests/fault_trials.py holds the trial
 machinery and runs the long series. After every kill: no corrupt and no lost checkpoint, no
 leftover once start-up has cleaned up, and the run resumes.
 """
@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from test_storage import small_disk
 
 from aiayn import run_dir as layout
 from aiayn import storage
@@ -26,11 +27,9 @@ from aiayn.errors import UserError
 from aiayn.storage import DiskFull
 from aiayn.train import checkpoints as ckpt
 from aiayn.train import latest_checkpoint, list_checkpoints, train
+from tests import fault_trials as faults
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "benchmarks"))
-import faults  # noqa: E402  (benchmarks/faults.py)
-from test_storage import small_disk  # noqa: E402
 
 SMALL = ["--preset", "tiny", "--d-model", "16", "--d-ff", "32", "--n-layers", "1"]
 QUICK = ["--max-tokens", "300", "--warmup", "20", "--log-every", "2", "--no-progress"]

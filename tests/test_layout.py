@@ -3,7 +3,8 @@
 Read from the source with ``ast``, every import counted, those inside functions too: no import
 circle; the model (``aiayn.model``, ``aiayn.attention``) never reaches ``aiayn.kernels``, which
 are applied from above; inference (translator, decode, evaluate, export, explore, pretrained)
-never reaches ``aiayn.train``; the run directory's file names are spelled in ``aiayn.run_dir`` only.
+never reaches ``aiayn.train``; the run directory's file names are spelled in ``aiayn.run_dir`` only;
+benchmarks/ and tests/ never import each other.
 """
 
 from __future__ import annotations
@@ -144,3 +145,51 @@ def test_the_run_directory_layout_is_spelled_in_one_module() -> None:
             if isinstance(node, ast.Constant) and node.value in RUN_FILES:
                 spelled.setdefault(node.value, set()).add(name)
     assert spelled == {f: {"aiayn.run_dir"} for f in RUN_FILES}
+
+
+# benchmarks/ and tests/ apart -----------------------------------------------------------------
+
+REPO = PACKAGE.parent
+
+
+def _crossings(path: Path, other: set[str]) -> list[str]:
+    """What in PATH reaches the other folder: an import of one of its modules (OTHER, by name),
+    or a change to sys.path (``sys.path.insert``, ``sys.path[:0] = ...``, ``syspath_prepend``)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [f"import {a.name}" for a in node.names if a.name.split(".")[0] in other]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            if (node.module or "").split(".")[0] in other:
+                found.append(f"from {node.module} import")
+        elif isinstance(node, ast.Attribute) and node.attr == "syspath_prepend":
+            found.append("syspath_prepend")
+        elif (
+            isinstance(node, ast.Attribute)
+            and node.attr == "path"
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "sys"
+        ):
+            found.append(f"sys.path, line {node.lineno}")
+    return found
+
+
+def test_benchmarks_and_tests_never_import_each_other() -> None:
+    """benchmarks/ measures (its own checks beside it, benchmarks/test_*.py); tests/ checks the
+    product: neither imports the other's modules, nor edits sys.path to reach them."""
+    bench = {p.stem for p in (REPO / "benchmarks").glob("*.py")}
+    tests = {p.stem for p in (REPO / "tests").glob("*.py")} | {"tests"}
+    crossing = {}
+    for folder, other in (("benchmarks", tests), ("tests", bench)):
+        for path in sorted((REPO / folder).glob("*.py")):
+            if found := _crossings(path, other):
+                crossing[f"{folder}/{path.name}"] = found
+    assert "run" in bench  # the walk does walk
+    assert "bad_inputs" in tests
+    assert crossing == {}
+
+
+def test_the_crossing_check_sees_an_import_and_a_path_edit(tmp_path: Path) -> None:
+    script = tmp_path / "x.py"
+    script.write_text("import sys\nsys.path.insert(0, 'benchmarks')\nfrom run import main\n")
+    assert sorted(_crossings(script, {"run"})) == ["from run import", "sys.path, line 2"]

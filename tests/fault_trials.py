@@ -13,11 +13,12 @@ After each kill the run is checked as the next start-up would find it:
 - resume failed: the next trial's training (a resume) exited with an error instead of being
   killed. After the last trial one more resume runs to its end in this process.
 
-  python benchmarks/faults.py --trials 60          # the long series (docs/reliability.md)
-  python benchmarks/faults.py --quick              # 12 trials, a smoke test
+  python tests/fault_trials.py --trials 60 --json tests/results/faults.json   # the long series
+  python tests/fault_trials.py --quick              # 12 trials, a smoke test
 
-The counts are printed as a table and, with --json FILE, written as JSON. No timing is
-reported: the figures are counts.
+tests/test_faults.py runs a short series of its own; the long one is quoted in
+docs/reliability.md. The counts are printed as a table and, with --json FILE, written as JSON.
+No timing is reported: the figures are counts.
 """
 
 from __future__ import annotations
@@ -35,19 +36,17 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+import torch
+
+from aiayn import run_dir as layout
+from aiayn import storage
+from aiayn.config import ModelConfig, TrainConfig
+from aiayn.data import InMemorySplit, synthetic_pairs
+from aiayn.errors import UserError
+from aiayn.train import TrainData, train
+from aiayn.train import checkpoints as ckpt
+
 log = logging.getLogger("faults")
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-import torch  # noqa: E402
-
-from aiayn import run_dir as layout  # noqa: E402
-from aiayn import storage  # noqa: E402
-from aiayn.config import ModelConfig, TrainConfig  # noqa: E402
-from aiayn.data import InMemorySplit, synthetic_pairs  # noqa: E402
-from aiayn.errors import UserError  # noqa: E402
-from aiayn.train import TrainData, train  # noqa: E402
-from aiayn.train import checkpoints as ckpt  # noqa: E402
 
 # Points of the write protocol a kill is aimed at (NAME@N: the Nth time the point is reached).
 POINTS = (

@@ -1,9 +1,9 @@
 """Count the bad-input table of tests/bad_inputs.py: every case run in-process through
 ``aiayn.cli.main``; prints "N bad inputs, T tracebacks, S silent" for docs/reliability-inputs.md.
 
-  python benchmarks/bad_inputs.py            the whole table (about half a minute)
-  python benchmarks/bad_inputs.py --quick    every 10th case
-  python benchmarks/bad_inputs.py --json benchmarks/results/bad_inputs.json
+  python tests/count_bad_inputs.py            the whole table (about half a minute)
+  python tests/count_bad_inputs.py --quick    every 10th case
+  python tests/count_bad_inputs.py --json bad_inputs.json
 
 A traceback is an exception escaping main (or "Traceback" on stderr), silent is exit status 0,
 unclear is a refusal whose one error line lacks the expected name of the setting or file.
@@ -20,9 +20,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
-
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -33,7 +30,7 @@ def main() -> int:
     import torch
 
     torch.set_num_threads(1)
-    from bad_inputs import all_cases, build_world, problems, run_case
+    from bad_inputs import all_cases, build_world, problems, run_case  # this script's folder
 
     cases = all_cases()
     if args.quick:
