@@ -559,167 +559,43 @@ def test_paper_map_covers_every_section_asked_for() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# The figures the READMEs quote are the committed results files', rounded as written.
-
-RESULTS = REPO / "recipes" / "results"
-SEARCH = REPO / "experiments" / "2026-12-multi30k-search" / "results"
+# The figures the READMEs quote are the committed results files': one generated table.
 
 
-def _results_row(md: Path, marker: str) -> str:
-    """The one line of MD's Results table that names MARKER (its command or results file)."""
-    rows = [line for line in md.read_text(encoding="utf-8").splitlines() if marker in line]
-    rows = [line for line in rows if line.startswith("|")]
-    assert len(rows) == 1, f"{md.name}: {len(rows)} table rows name {marker}"
-    return rows[0]
+def _refresh_docs():
+    """scripts/refresh-docs.py, the one writer of the docs' generated blocks, as a module."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "refresh_docs", REPO / "scripts" / "refresh-docs.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-# the 60-minute finals of the recipe chosen on valid (the converged round's dropout, 0.2)
-FINALS_60 = (
-    "multi30k-final-60min-dropout0.2-seed1.json",
-    "multi30k-final-60min-dropout0.2-seed2.json",
-)
-
-
-def _run_facts_in(row: str, final: dict) -> None:
-    """A results row names its final's updates, its machine's matmul peak and its chrF2."""
-    assert f"{final['steps']:,}" in row
-    assert f"{final['machine']['matmul_peak_gflops']:.0f} GFLOP/s" in row
-    assert f"{final['chrf']['score']:.1f}" in row
+def test_the_generated_blocks_are_what_the_results_files_say() -> None:
+    """README's results table (en, zh) and Table 3's results sections are what
+    scripts/refresh-docs.py writes from the committed results files today."""
+    refresh = _refresh_docs()
+    for doc, blocks in refresh.blocks().items():
+        text = doc.read_text(encoding="utf-8")
+        for name, body in blocks.items():
+            assert refresh.block(text, name) == body, f"{doc.name}: run scripts/refresh-docs.py"
 
 
 @pytest.mark.parametrize("md", READMES, ids=lambda p: p.name)
-def test_multi30k_figures_are_the_results_files(md: Path) -> None:
-    """The 60-minute finals of both seeds and the converged final: steps, the averaging chosen
-    on valid, the matmul peak, and test2016 decoded both ways: with the beam and alpha the
-    decode round chose on valid (bold: cased sacreBLEU, Moses-tokenized lowercased BLEU,
-    chrF2, from multi30k-decode.json) and with the paper's (the finals' own files)."""
-    import json
-
-    decode = json.loads((RESULTS / "multi30k-decode.json").read_text(encoding="utf-8"))
-    chosen = decode["chosen"]
-    setting = (
-        "beam {beam}, alpha {alpha:g}" if md == README else "束宽 {beam}，alpha {alpha:g}"
-    ).format(**chosen)
-    finals = [json.loads((RESULTS / f).read_text(encoding="utf-8")) for f in FINALS_60]
-    decoded = [decode["test"][f] for f in FINALS_60]
-    row = _results_row(md, FINALS_60[0])
-    assert setting in row
-    assert all(r["budget_minutes"] == 60.0 for r in finals)
-    averaged = [r["averaged_checkpoints"] for r in finals]
-    assert (
-        "last {} and last {} averaged" if md == README else "分别平均最后 {} 个和 {} 个"
-    ).format(*averaged) in row
-    for r, d in zip(finals, decoded, strict=True):
-        assert f"**{d['sacrebleu']['score']:.1f}**" in row
-        for k in ("moses_bleu", "chrf"):
-            assert f"{d[k]['score']:.1f}" in row
-            assert f"{r[k]['score']:.1f}" in row
-        assert f"{r['sacrebleu']['score']:.1f}" in row
-        _run_facts_in(row, r)
-    # the converged final of the dropout the converged round chose on valid, beside P_drop 0.1's
-    name = "multi30k-converged-dropout0.2.json"
-    converged = json.loads((RESULTS / name).read_text(encoding="utf-8"))
-    conv_decoded = decode["test"][name]
-    row = _results_row(md, name)
-    assert setting in row
-    first = json.loads((SEARCH / "multi30k-converged.json").read_text(encoding="utf-8"))
-    assert "`multi30k-converged.json`" in row
-    for k in ("sacrebleu", "moses_bleu"):
-        assert f"{first[k]['score']:.1f}" in row
-        assert f"**{conv_decoded[k]['score']:.1f}**" in row
-        assert f"{converged[k]['score']:.1f}" in row
-    _run_facts_in(row, converged)
-    assert f"{converged['training_minutes']:.0f}" in row
-    assert f"{conv_decoded['chrf']['score']:.1f}" in row
-    assert str(converged["averaged_checkpoints"]) in row
-    best = max(converged["curve"], key=lambda c: (c["valid_sacrebleu"], -c["step"]))
-    assert f"{best['step']:,}" in row
-    text = md.read_text(encoding="utf-8")
-    decode_cell = "beam {beam}, alpha {alpha:g}".format(**chosen)
-    gap = f"{41.0 - conv_decoded['moses_bleu']['score']:.1f}"
-    paper_gap = f"{41.0 - converged['moses_bleu']['score']:.1f}"
-    if md == README:
-        assert f"{gap} above our small one ({paper_gap} with the paper's" in text
-    else:
-        assert f"高 {gap}（用论文的束宽和 alpha 时高 {paper_gap}）" in text
-    # the hour round's converged final (the wider `mid`, chosen on valid against the run above)
-    mid_name = "multi30k-converged-mid.json"
-    mid = json.loads((RESULTS / mid_name).read_text(encoding="utf-8"))
-    row = _results_row(md, mid_name)
-    assert setting in row
-    for k in ("sacrebleu", "moses_bleu"):
-        assert f"**{mid[k]['score']:.1f}**" in row
-    _run_facts_in(row, mid)
-    assert f"{mid['training_minutes']:.1f}" in row
-    n = str(mid["averaged_checkpoints"])
-    small_valid = decode["models"][name]["valid"][decode_cell]
-    assert f"{mid['valid'][n]['sacrebleu']['score']:.2f}" in row
-    assert f"{small_valid:.2f}" in row
-    mid_gap = f"{41.0 - mid['moses_bleu']['score']:.1f}"
-    if md == README:
-        assert f"{mid_gap} above our converged run chosen on valid (`mid`), {gap} above" in text
-    else:
-        assert f"（`mid`）高 {mid_gap}，比 `small` 的高 {gap}" in text
-    # the literature round's lowercased twin, tested once in the literature's flavour
-    twin = json.loads((SEARCH / "multi30k-converged-lowercased.json").read_text(encoding="utf-8"))
-    lowercased = f"{twin['moses_bleu']['score']:.1f} (`multi30k-converged-lowercased.json`"
-    assert lowercased in text.replace("（", " (").replace("，见", ", ")
-    # the first screen's bullet quotes the same runs: cased for both seeds, then Moses, then the
-    # converged runs (mid, chosen on valid, then small), as decoded with the setting chosen on valid
-    bullet = text[text.index("- **Multi30k") :].split("\n\n", 1)[0]
-    figures = [f"{d[k]['score']:.1f}" for k in ("sacrebleu", "moses_bleu") for d in decoded]
-    figures += [f"{mid[k]['score']:.1f}" for k in ("sacrebleu", "moses_bleu")]
-    figures += [f"{conv_decoded[k]['score']:.1f}" for k in ("sacrebleu", "moses_bleu")]
-    at = 0  # each figure after the one before
-    for f in figures:
-        found = bullet.find(f, at)
-        assert found != -1, (f, figures, bullet)
-        at = found + len(f)
-    paper = [f"{r['sacrebleu']['score']:.1f}" for r in (*finals, converged)]
-    assert all(f in bullet[at:] for f in paper), (paper, bullet)
-
-
-def test_training_doc_tables_are_the_results_files() -> None:
-    """docs/training.md's trial and final tables: every figure as in the committed files."""
-    import json
-
-    doc = (REPO / "docs" / "training.md").read_text(encoding="utf-8")
-    lines = doc.splitlines()
-    for raw in (SEARCH / "multi30k-trials.jsonl").read_text(encoding="utf-8").splitlines():
-        trial = json.loads(raw)
-        if "seed" in trial:  # the staged search's table: tests/test_multi30k_trials.py
-            continue
-        row = next(line for line in lines if line.startswith(f"| {trial['name']} |"))
-        cells = [c.strip() for c in row.strip("|").split("|")]
-        valid = trial["valid_sacrebleu_by_averaged"]
-        assert cells[2:] == [f"{trial['steps']:,}", *(f"{valid[n]:.2f}" for n in ("1", "3", "5"))]
-    result = json.loads((SEARCH / "multi30k-40-60min.json").read_text(encoding="utf-8"))
-    for budget in result["budgets"]:
-        row = next(
-            line for line in lines if line.startswith(f"| {budget['budget_minutes']:g} minutes")
-        )
-        cells = [c.strip() for c in row.strip("|").split("|")]
-        valid = ", ".join(f"{n}: {v['sacrebleu']['score']:.2f}" for n, v in budget["valid"].items())
-        assert cells[1:] == [
-            f"{budget['steps']:,}",
-            valid,
-            f"last {budget['averaged_checkpoints']}",
-            f"**{budget['sacrebleu']['score']:.2f}**",
-            f"{budget['lowercase_bleu']['score']:.2f}",
-            f"{budget['chrf']['score']:.2f}",
-        ]
-        assert budget["sacrebleu"]["signature"] in doc
-        assert budget["lowercase_bleu"]["signature"] in doc
-
-
-@pytest.mark.parametrize("md", READMES, ids=lambda p: p.name)
-def test_demo_figure_is_the_results_file(md: Path) -> None:
-    import json
-
-    result = json.loads((RESULTS / "demo-packaged.json").read_text(encoding="utf-8"))
-    row = _results_row(md, "demo-packaged.json")
-    assert f"**{result['sacrebleu']['score']:.1f}**" in row
-    assert f"{result['chrf']['score']:.1f}" in row
+def test_the_results_table_names_real_recipes_and_files_in_short_cells(md: Path) -> None:
+    """A row per recipe: each cell a number or a short text, each recipe and results file named
+    exists (a results file in recipes/results/ unless its path is given)."""
+    block = _refresh_docs().block(md.read_text(encoding="utf-8"), "results")
+    rows = [line.strip("|").split(" | ") for line in block.splitlines() if line.startswith("| ")]
+    assert len(rows) >= 7
+    assert max(len(cell.strip()) for row in rows for cell in row) <= 200
+    for name in re.findall(r"recipes/[\w.-]+\.toml", block):
+        assert (REPO / name).is_file(), name
+    for name in re.findall(r"`([\w./-]+\.json)`", block):
+        assert (REPO / name if "/" in name else REPO / "recipes" / "results" / name).is_file()
 
 
 def test_readme_stays_short() -> None:

@@ -389,17 +389,6 @@ ROOT = Path(__file__).resolve().parents[1]
 COMMITTED = ROOT / "benchmarks" / "results" / "table3"
 
 
-@pytest.mark.parametrize(("doc", "lang"), [("docs/table3.md", "en"), ("docs/zh/table3.md", "zh")])
-def test_the_docs_say_what_the_committed_results_say(doc, lang) -> None:
-    """Every verdict in the docs follows from results.jsonl; the table is the report's."""
-    text = (ROOT / doc).read_text(encoding="utf-8")
-    begin = "<!-- results: scripts/refresh-table3-docs.py -->\n"
-    block = text[text.index(begin) + len(begin) : text.index("<!-- /results -->")]
-    assert block == report.docs_results(COMMITTED, lang), (
-        "run scripts/refresh-table3-docs.py (after aiayn table3 --report-only)"
-    )
-
-
 def test_the_committed_report_is_the_committed_results() -> None:
     records = read_results(COMMITTED)
     runs = report.by_variation(records)
