@@ -17,9 +17,9 @@ from aiayn.errors import UserError
 from aiayn.translator import load_translator
 
 DEFAULT_CHECKPOINT = "runs/demo/average.safetensors"  # written by `make demo`
-DEFAULT_SENTENCES = [
-    "Click the OK button to close the dialog.",
-    "Select the cells that you want to format.",
+DEFAULT_SENTENCES = [  # the demo's domain: Multi30k, captions of photographs
+    "A dog runs through the grass.",
+    "Two children are playing on the beach.",
 ]
 
 
