@@ -193,3 +193,39 @@ def test_the_crossing_check_sees_an_import_and_a_path_edit(tmp_path: Path) -> No
     script = tmp_path / "x.py"
     script.write_text("import sys\nsys.path.insert(0, 'benchmarks')\nfrom run import main\n")
     assert sorted(_crossings(script, {"run"})) == ["from run import", "sys.path, line 2"]
+
+
+# the product apart from the lab ---------------------------------------------------------------
+
+
+LAB = "experiments"
+
+
+def _lab_crossings(path: Path, lab: set[str]) -> list[str]:
+    """What in PATH reaches experiments/: an import of one of its modules (LAB, by name) or a
+    path into it (a string starting with "experiments/")."""
+    found = [f for f in _crossings(path, lab) if not f.startswith(("sys.path", "syspath"))]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Constant) and str(node.value).startswith(f"{LAB}/"):
+            found.append(f"{node.value!r}, line {node.lineno}")
+    return found
+
+
+def test_the_product_never_imports_the_lab() -> None:
+    """aiayn/, tests/ and recipes/ never import experiments/ (the lab: dated, frozen folders, the
+    recipe search among them) nor name a path into it: a research round edits its own folder."""
+    lab = {LAB} | {p.stem for p in (REPO / LAB).glob("*/*.py")}
+    crossing = {}
+    for folder in ("aiayn", "tests", "recipes"):
+        for path in sorted((REPO / folder).rglob("*.py")):
+            if found := _lab_crossings(path, lab):
+                crossing[str(path.relative_to(REPO))] = found
+    assert {"multi30k_trials", "demo_trials", "dead_relu"} <= lab  # the walk does walk
+    assert crossing == {}
+
+
+def test_the_lab_check_sees_an_import_and_a_path(tmp_path: Path) -> None:
+    script = tmp_path / "x.py"
+    script.write_text("import multi30k_trials\nRECORDS = 'experiments/x/results'\n")
+    found = _lab_crossings(script, {"multi30k_trials"})
+    assert found == ["import multi30k_trials", "'experiments/x/results', line 2"]
