@@ -97,11 +97,14 @@ def _dropout(x: Tensor, p: float) -> Tensor:
     return F.dropout(x, p) if p > 0.0 else x
 
 
-def _output_loss(
-    z: Tensor, E: Tensor, target: Tensor, eps: float, pad_id: int
+def output_loss(
+    z: Tensor, E: Tensor, target: Tensor, eps: float, pad_id: int, *, bias: Tensor | None = None
 ) -> tuple[Tensor, Tensor, int]:
-    """label_smoothed_loss(Z_D E^T, y).  Sections 3.4 and 5.4, with the (B, T, V) logits."""
-    return label_smoothed_loss(F.linear(z, E), target, eps, pad_id)
+    """label_smoothed_loss(Z_D E^T + b, y).  Sections 3.4 and 5.4, with the (B, T, V) logits.
+
+    ``bias`` (EXTENSION, off by default: Marian's final_logits_bias) is added to the logits.
+    """
+    return label_smoothed_loss(F.linear(z, E, bias), target, eps, pad_id)
 
 
 @dataclass(frozen=True)
@@ -109,8 +112,10 @@ class Ops:
     """The four operations a kernel may replace, each with the signature of its plain version.
 
     ``attention`` (q, k, v, keep, causal, dropout_p) as ``aiayn.attention.attention``;
-    ``feed_forward`` (x, w_1, b_1, w_2, b_2) as ``feed_forward``; ``dropout`` (x, p);
-    ``output_loss`` (Z_D, E, target, eps, pad_id) -> (smoothed sum, NLL sum, tokens).
+    ``feed_forward`` (x, w_1, b_1, w_2, b_2, record, drop, act) as ``feed_forward``;
+    ``dropout`` (x, p); ``output_loss`` (Z_D, E, target, eps, pad_id, bias=None) as
+    ``output_loss`` -> (smoothed sum, NLL sum, tokens). A kernel takes every argument of the
+    plain version and computes the plain formula itself for what it does not cover.
     """
 
     attention: Callable[..., Tensor]
@@ -119,7 +124,7 @@ class Ops:
     output_loss: Callable[..., tuple[Tensor, Tensor, int]]
 
 
-PLAIN = Ops(attention, feed_forward, _dropout, _output_loss)  # standard PyTorch ops only
+PLAIN = Ops(attention, feed_forward, _dropout, output_loss)  # standard PyTorch ops only
 
 
 class FeedForward(nn.Module):
@@ -138,7 +143,7 @@ class FeedForward(nn.Module):
         self.b_2 = nn.Parameter(torch.zeros(d_model))  # (D,)
         self.dropout, self.ops = dropout, ops
         # EXTENSION: swish, x sigmoid(x), in place of the ReLU (Marian's FFN); off by default.
-        self.act = F.silu if act == "silu" else None  # None: Eq. (2)'s ReLU
+        self.act = F.silu if act == "silu" else F.relu
         nn.init.xavier_uniform_(self.w_1)
         nn.init.xavier_uniform_(self.w_2)
 
@@ -146,12 +151,9 @@ class FeedForward(nn.Module):
         """Shapes: (B, L, D) -> (B, L, D)."""
         weights = (self.w_1, self.b_1, self.w_2, self.b_2)
         p = self.dropout if self.training else 0.0
-        if self.act is not None:  # the kernels compute the ReLU FFN only
-            return feed_forward(x, *weights, record, lambda h: self.ops.dropout(h, p), self.act)
-        if record is None and p == 0.0:
-            return self.ops.feed_forward(x, *weights)  # (B, L, D)
         # EXTENSION: dropout after the ReLU (tensor2tensor's relu_dropout); off by default.
-        return feed_forward(x, *weights, record, lambda h: self.ops.dropout(h, p))  # (B, L, D)
+        drop = (lambda h: self.ops.dropout(h, p)) if p > 0.0 else None
+        return self.ops.feed_forward(x, *weights, record, drop, self.act)  # (B, L, D)
 
 
 def _attention(cfg: ModelConfig, ops: Ops) -> MultiHeadAttention:
@@ -331,14 +333,29 @@ class Transformer(nn.Module):
         if cfg.logits_bias:
             # EXTENSION: a bias on the logits (Marian's final_logits_bias); off by default.
             self.logits_bias = nn.Parameter(torch.zeros(cfg.vocab_size))  # (V,)
-        self.ops = ops
         self.encoder = nn.ModuleList(EncoderLayer(cfg, ops) for _ in range(cfg.n_layers))
         self.decoder = nn.ModuleList(DecoderLayer(cfg, ops) for _ in range(cfg.decoder_layers))
+        self.ops = ops
         if cfg.norm_first:
             # DEVIATION(3.1): pre-LN needs a final LayerNorm on each stack.
             self.encoder_norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
             self.decoder_norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
         self._pe = torch.empty(0)
+
+    @property
+    def ops(self) -> Ops:
+        """The operations the model computes with, held here and handed to every layer whenever
+        set, so that no layer keeps another set (``model.ops = PLAIN`` switches them all)."""
+        return self._ops
+
+    @ops.setter
+    def ops(self, ops: Ops) -> None:
+        self._ops = ops
+        for module in self.modules():
+            if isinstance(module, EncoderLayer | DecoderLayer | FeedForward):
+                module.ops = ops
+            elif isinstance(module, MultiHeadAttention):
+                module.attend = ops.attention
 
     def positions(self, length: int, offset: int = 0) -> Tensor:
         """The positional encodings of positions offset .. offset + length - 1.  Section 3.5.
@@ -441,9 +458,9 @@ class Transformer(nn.Module):
         z = self.decode(tgt_in, memory, src_keep)  # (B, T, D)
         if target is None:
             return self.logits(z)  # (B, T, V)
-        if self.config.logits_bias:  # the fused kernel has no bias: the plain loss of the logits
-            return label_smoothed_loss(self.logits(z), target, label_smoothing, self.config.pad_id)
-        return self.ops.output_loss(z, self.embedding, target, label_smoothing, self.config.pad_id)
+        bias = self.logits_bias if self.config.logits_bias else None  # EXTENSION, off by default
+        pad = self.config.pad_id
+        return self.ops.output_loss(z, self.embedding, target, label_smoothing, pad, bias=bias)
 
     # Incremental decoding (section 6.1) -------------------------------------------------
 

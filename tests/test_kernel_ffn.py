@@ -1,14 +1,15 @@
 """The FFN kernel of ``aiayn.kernels.ffn`` equals the plain FFN (section 3.3, Eq. (2)).
 
 Forward and backward in float32 and float64 with the ReLU gate half open, gradcheck in float64,
-and the two places where the kernel hands over to the plain FFN: autocast, and dropout after
-the ReLU (an EXTENSION).
+and the places where the kernel computes the plain FFN itself: autocast, a recorded hidden layer,
+dropout after the activation and an activation other than the ReLU (both EXTENSIONs).
 """
 
 from __future__ import annotations
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from aiayn.kernels import FAST
 from aiayn.kernels.ffn import feed_forward as fast_feed_forward
@@ -52,3 +53,27 @@ def test_ffn_kernel_gradcheck_and_its_plain_fallbacks() -> None:
     ffn = FeedForward(4, 6, dropout=0.5, ops=FAST).train()  # relu dropout: plain
     y = ffn(torch.randn(2, 3, 4, requires_grad=True))
     assert "FeedForwardFn" not in type(y.grad_fn).__name__
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [{"act": F.silu}, {"drop": lambda h: h * 0.5}, {"record": {}}],
+    ids=["silu", "relu-dropout", "record"],
+)
+def test_the_ffn_kernel_computes_what_it_does_not_cover_by_the_plain_formula(extra) -> None:
+    """The model hands the kernel every case; it falls back by itself, values and gradients."""
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 4, dtype=torch.float64, requires_grad=True)
+    w = [
+        torch.randn(s, dtype=torch.float64, requires_grad=True)
+        for s in ((4, 6), (6,), (6, 4), (4,))
+    ]
+    y = fast_feed_forward(x, *w, **extra)
+    assert "FeedForwardFn" not in type(y.grad_fn).__name__
+    ref = feed_forward(x, *w, **{**extra, "record": {} if "record" in extra else None})
+    torch.testing.assert_close(y, ref)
+    if "record" in extra:
+        assert extra["record"]["hidden"].shape == (2, 3, 6)
+    grads = torch.autograd.grad(y.sum(), [x, *w])
+    for a, b in zip(grads, torch.autograd.grad(ref.sum(), [x, *w]), strict=True):
+        torch.testing.assert_close(a, b)

@@ -95,3 +95,23 @@ def test_no_gradient_work_when_autograd_does_not_record(mode: str) -> None:
     assert recording == 9  # and the two gradient matmuls of each chunk
     assert not smooth.requires_grad
     torch.testing.assert_close(smooth, plain(z, E, y, 0.1)[0].detach())
+
+
+def test_a_bias_on_the_logits_is_left_to_the_plain_loss() -> None:
+    """EXTENSION (Marian's final_logits_bias): the kernel takes the bias and computes the plain
+    label_smoothed_loss(Z E^T + b, y) itself, value and gradient."""
+    from aiayn.model import output_loss
+
+    torch.manual_seed(0)
+    z = torch.randn(2, 3, 4, dtype=torch.float64, requires_grad=True)
+    E = torch.randn(9, 4, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(9, dtype=torch.float64, requires_grad=True)
+    y = torch.tensor([[1, 2, 0], [3, 8, 5]])
+    out = tied_output_loss(z, E, y, 0.1, PAD, bias=b)
+    ref = output_loss(z, E, y, 0.1, PAD, bias=b)
+    torch.testing.assert_close(out[0], ref[0])
+    assert out[2] == ref[2] == 5
+    got = torch.autograd.grad(out[0], [z, E, b])
+    for a, r in zip(got, torch.autograd.grad(ref[0], [z, E, b]), strict=True):
+        torch.testing.assert_close(a, r)
+    assert got[2].abs().sum() > 0  # the bias does receive a gradient

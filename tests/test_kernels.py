@@ -152,7 +152,9 @@ def test_plain_runs_no_line_of_the_kernels_and_fast_runs_all_four() -> None:
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["fp32", "fp64"])
 @pytest.mark.parametrize(
-    "overrides", [{}, {"norm_first": True}, {"attn_bias": True}], ids=["post-LN", "pre-LN", "bias"]
+    "overrides",
+    [{}, {"norm_first": True}, {"attn_bias": True}, {"activation": "silu"}, {"logits_bias": True}],
+    ids=["post-LN", "pre-LN", "bias", "silu", "logits-bias"],
 )
 def test_fast_model_equals_plain_model_outputs_loss_and_gradients(dtype, overrides) -> None:
     fast, plain = _pair(_cfg(**overrides), dtype)
@@ -214,3 +216,19 @@ def test_twenty_training_steps_from_one_seed_give_the_same_losses() -> None:
     torch.testing.assert_close(
         torch.tensor(losses["fast"]), torch.tensor(losses["plain"]), rtol=1e-5, atol=0
     )
+
+
+def test_the_models_ops_are_held_in_one_place() -> None:
+    """Setting ``model.ops`` reaches every layer, FFN and attention: none keeps another set."""
+    from aiayn.attention import MultiHeadAttention
+
+    model = Transformer(_cfg())
+    for ops in (FAST, PLAIN):
+        model.ops = ops
+        holders = [m for m in model.modules() if m is not model and hasattr(m, "ops")]
+        assert len(holders) == 2 + 2 + 2 + 2  # 2 encoder and 2 decoder layers, each with an FFN
+        assert all(m.ops is ops for m in holders)
+        attends = [m.attend for m in model.modules() if isinstance(m, MultiHeadAttention)]
+        assert len(attends) == 2 + 2 * 2
+        assert all(a is ops.attention for a in attends)
+        assert model.ops is ops

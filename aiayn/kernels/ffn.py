@@ -8,9 +8,13 @@ in ``tests/test_kernel_ffn.py``; the measurements are in docs/performance.md.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
+from aiayn.model import Record
 from aiayn.model import feed_forward as plain_feed_forward
 
 
@@ -42,14 +46,30 @@ class FeedForwardFn(torch.autograd.Function):
         return grad_x, x.t() @ grad_u, grad_u.sum(0), h.t() @ g, g.sum(0)
 
 
-def feed_forward(x: Tensor, w_1: Tensor, b_1: Tensor, w_2: Tensor, b_2: Tensor) -> Tensor:
+def feed_forward(
+    x: Tensor,
+    w_1: Tensor,
+    b_1: Tensor,
+    w_2: Tensor,
+    b_2: Tensor,
+    record: Record | None = None,
+    drop: Callable[[Tensor], Tensor] | None = None,
+    act: Callable[[Tensor], Tensor] = F.relu,
+) -> Tensor:
     """FFN(x) = max(0, x W_1 + b_1) W_2 + b_2 through ``FeedForwardFn``.  Section 3.3, Eq. (2).
 
-    Under autocast (where the matmuls change dtype) the plain FFN runs instead.
+    Takes the plain ``aiayn.model.feed_forward``'s arguments, and runs the plain FFN itself for
+    what ``FeedForwardFn`` does not compute: a recorded hidden layer, dropout after the
+    activation, an activation other than the ReLU, and autocast (where the matmuls change dtype).
 
     Shapes: x (B, L, D) -> (B, L, D).
     """
-    if torch.is_autocast_enabled(x.device.type):
-        return plain_feed_forward(x, w_1, b_1, w_2, b_2)
+    if (
+        record is not None
+        or drop is not None
+        or act is not F.relu
+        or torch.is_autocast_enabled(x.device.type)
+    ):
+        return plain_feed_forward(x, w_1, b_1, w_2, b_2, record, drop, act)
     y = FeedForwardFn.apply(x.reshape(-1, x.size(-1)), w_1, b_1, w_2, b_2)  # (B L, D)
     return y.view(x.shape)  # (B, L, D)

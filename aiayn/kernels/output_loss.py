@@ -24,6 +24,7 @@ import torch
 from torch import Tensor
 
 from aiayn.loss import smoothed_from
+from aiayn.model import output_loss as plain_output_loss
 
 DEFAULT_CHUNK = 1024  # tokens per chunk: (1024, 37000) fp32 is 150 MB
 
@@ -100,7 +101,14 @@ class _TiedOutputLoss(torch.autograd.Function):
 
 
 def tied_output_loss(
-    z: Tensor, E: Tensor, target: Tensor, eps: float, pad_id: int, chunk: int = DEFAULT_CHUNK
+    z: Tensor,
+    E: Tensor,
+    target: Tensor,
+    eps: float,
+    pad_id: int,
+    chunk: int = DEFAULT_CHUNK,
+    *,
+    bias: Tensor | None = None,
 ) -> tuple[Tensor, Tensor, int]:
     """sum_t -sum_j q_j log softmax(z_t E^T)_j over non-pad t, q = 1-eps on y, eps/(V-1) elsewhere.
 
@@ -108,8 +116,13 @@ def tied_output_loss(
     only the smoothed sum carries a gradient (the NLL is for logging). The gradients of z and E
     are computed chunk by chunk during the forward pass and handed out in backward.
 
-    Shapes: z (B, T, D) or (N, D); E (V, D); target (B, T) or (N,).
+    Takes the plain ``aiayn.model.output_loss``'s arguments; a bias on the logits (EXTENSION,
+    off by default) it leaves to the plain loss of the (B, T, V) logits.
+
+    Shapes: z (B, T, D) or (N, D); E (V, D); target (B, T) or (N,); bias (V,).
     """
+    if bias is not None:
+        return plain_output_loss(z, E, target, eps, pad_id, bias=bias)
     z2 = z.reshape(-1, z.size(-1))  # (N, D)
     y = target.reshape(-1)  # (N,)
     real = (y != pad_id).nonzero().squeeze(1)  # (N',): the positions that are not padding
