@@ -229,3 +229,19 @@ def test_the_lab_check_sees_an_import_and_a_path(tmp_path: Path) -> None:
     script.write_text("import multi30k_trials\nRECORDS = 'experiments/x/results'\n")
     found = _lab_crossings(script, {"multi30k_trials"})
     assert found == ["import multi30k_trials", "'experiments/x/results', line 2"]
+
+
+def test_every_package_is_in_the_wheel() -> None:
+    """pyproject.toml lists its packages by name (recipes/ is installed as aiayn.recipes): every
+    package under aiayn/ is listed, so none is left out of `pip install .`."""
+    import tomllib
+
+    setuptools = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    found = {
+        ".".join(init.parent.relative_to(REPO).parts)
+        for init in PACKAGE.rglob("__init__.py")
+        if "__pycache__" not in init.parts
+    }
+    assert found | {"aiayn.recipes"} == set(setuptools["packages"])
+    assert setuptools["package-dir"] == {"aiayn.recipes": "recipes"}
+    assert (REPO / "recipes" / "__init__.py").is_file()

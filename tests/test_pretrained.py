@@ -347,19 +347,21 @@ def test_the_shipped_registry_is_sound() -> None:
 
 @pytest.mark.slow
 def test_the_wheel_holds_every_shipped_file(tmp_path) -> None:
-    """`pip wheel .` (so `pip install .`) carries the registry, each model and its results."""
+    """`pip wheel .` (so `pip install .`) carries the registry, each model and its results, and
+    the demo's recipe."""
     src = tmp_path / "src"
     src.mkdir()
     for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copyfile(REPO / name, src / name)
-    shutil.copytree(REPO / "aiayn", src / "aiayn", ignore=shutil.ignore_patterns("__pycache__"))
+    for package in ("aiayn", "recipes"):
+        shutil.copytree(REPO / package, src / package, ignore=shutil.ignore_patterns("__pycache__"))
     wheels = tmp_path / "wheels"
     pip = [sys.executable, "-m", "pip", "wheel", str(src), "--no-deps", "--no-build-isolation"]
     done = subprocess.run([*pip, "-q", "-w", str(wheels)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     (wheel,) = wheels.glob("aiayn-*.whl")
     inside = set(zipfile.ZipFile(wheel).namelist())
-    wanted = {"aiayn/pretrained/models.json"}
+    wanted = {"aiayn/pretrained/models.json", "aiayn/recipes/demo.toml"}  # aiayn demo reads it
     for entry in pretrained.registry().values():
         wanted |= {f"aiayn/pretrained/{entry['file']}", f"aiayn/pretrained/{entry['results']}"}
     assert wanted <= inside

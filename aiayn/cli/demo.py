@@ -30,32 +30,30 @@ import os
 import shutil
 import time
 import tomllib
+from importlib import resources
 from pathlib import Path
 
 # The demo's data and recipe, each setting chosen on the validation split (docs/demo.md): one
 # home, recipes/demo.toml, which `aiayn train --config recipes/demo.toml` trains as well. Steps,
 # not minutes, decide (a slower machine trains the same model in more time); the minutes are a
 # safety net far above a normal run, and where they stop the training first the demo says so.
-RECIPE = Path(__file__).resolve().parents[2] / "recipes" / "demo.toml"
+# recipes/ is installed as the package aiayn.recipes (pyproject.toml), so a wheel carries it.
+RECIPE = resources.files("aiayn.recipes").joinpath("demo.toml")
 
 
 def _read_recipe() -> tuple[dict, dict]:
-    """The [recipe] and [train] tables of recipes/demo.toml; empty where aiayn was installed
-    without its recipes (from a wheel), and `aiayn demo` then says so when it runs."""
-    try:
-        tables = tomllib.loads(RECIPE.read_text(encoding="utf-8"))
-    except OSError:
-        return {}, {}
+    """The [recipe] and [train] tables of recipes/demo.toml."""
+    tables = tomllib.loads(RECIPE.read_text(encoding="utf-8"))
     return tables["recipe"], tables["train"]
 
 
 _RECIPE, _TRAIN = _read_recipe()
-DEMO_ORIGINS = _RECIPE.get("origins")  # the packaged corpus's demo subset: LibreOffice help,
-DEMO_MIN_WORDS, DEMO_MAX_WORDS = _RECIPE.get("min_words"), _RECIPE.get("max_words")  # sentences
-DEMO_VOCAB = _RECIPE.get("vocab_size")
-DEMO_AVERAGE = (_RECIPE.get("average") or [None])[0]  # DEVIATION(6.1): the last 2, not 5
-DEMO_STEPS, DEMO_MINUTES = _TRAIN.get("max_steps"), _TRAIN.get("max_minutes")
-DEMO_SAVE_EVERY, DEMO_WARMUP = _TRAIN.get("save_every_steps"), _TRAIN.get("warmup")
+DEMO_ORIGINS = _RECIPE["origins"]  # the packaged corpus's demo subset: LibreOffice help,
+DEMO_MIN_WORDS, DEMO_MAX_WORDS = _RECIPE["min_words"], _RECIPE["max_words"]  # sentences
+DEMO_VOCAB = _RECIPE["vocab_size"]
+DEMO_AVERAGE = _RECIPE["average"][0]  # DEVIATION(6.1): the last 2, not 5
+DEMO_STEPS, DEMO_MINUTES = _TRAIN["max_steps"], _TRAIN["max_minutes"]
+DEMO_SAVE_EVERY, DEMO_WARMUP = _TRAIN["save_every_steps"], _TRAIN["warmup"]
 # What each corpus holds, and a sentence of that kind for the `aiayn translate` printed last.
 EXAMPLES = {
     "multi30k": ("an image caption", "A dog runs through the grass."),
@@ -247,8 +245,6 @@ def run(args: argparse.Namespace) -> int:
 
     from aiayn.errors import UserError
 
-    if not _RECIPE:
-        raise UserError(f"{RECIPE}: not found; aiayn demo runs from a checkout (make demo)")
     if args.minutes <= 0:
         raise UserError(f"--minutes must be > 0, got {args.minutes}")
     if args.steps < 0:
