@@ -11,7 +11,7 @@ TORCH := torch==2.13.0
 # for a GPU, the CUDA index of your driver (docs/faq.md).
 TORCH_INDEX ?=
 
-.PHONY: test test-fast demo install lint format clean
+.PHONY: test test-fast demo course install lint format clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -38,6 +38,14 @@ test-fast: $(STAMP) lint
 
 demo: $(STAMP)
 	$(BIN)/aiayn demo
+
+# The notebook course (notebooks/, docs/course.md): JupyterLab from the venv, with aiayn[course].
+$(VENV)/.course: $(STAMP)
+	$(BIN)/pip install --quiet -e '.[course]'
+	touch $(VENV)/.course
+
+course: $(VENV)/.course
+	$(BIN)/jupyter lab notebooks/
 
 format: $(STAMP)
 	$(BIN)/ruff format .

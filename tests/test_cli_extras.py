@@ -26,6 +26,7 @@ def _extras() -> dict[str, list[str]]:
     extras = project["optional-dependencies"]
     names = {k: [re.split(r"[<>=!~ \[;]", r)[0] for r in v] for k, v in extras.items()}
     del names["dev"]  # pytest, hypothesis, ruff: the tests' and lint's, never a verb's
+    names.pop("course", None)  # JupyterLab for the notebooks of notebooks/ (make course), no verb's
     names["explore"].remove("selenium")  # the explorer's browser tests only
     return names
 
