@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from aiayn.course.checker import Exercise, Verdict, run
+from aiayn.course.figures import heatmap, use_cjk_font
 from aiayn.course.messages import say
 
 LANGS = ("en", "zh")
@@ -33,6 +34,14 @@ def exercises() -> dict[str, Exercise]:
 
     found = [*exercises_model.EXERCISES, *exercises_train.EXERCISES]
     return {ex.name: ex for ex in sorted(found, key=lambda ex: ex.notebook)}
+
+
+def note_example() -> Any:
+    """The note's toy example (aiayn.walkthrough.example.Example): vocabulary, ids, the float64
+    model in eval mode; ``.model``, ``.src``, ``.tgt_in``, ``.tgt_out``, ``.vocab``."""
+    from aiayn.course.note import note
+
+    return note()["ex"]
 
 
 def set_lang(lang: str | None) -> None:
@@ -71,4 +80,13 @@ def check(name: str, fn: Any, lang: str | None = None, limit: float = 20.0) -> V
         return Verdict(False, say(lang, "internal", name=name, what=what), kind="internal")
 
 
-__all__ = ["Verdict", "check", "current_lang", "exercises", "set_lang"]
+__all__ = [
+    "Verdict",
+    "check",
+    "current_lang",
+    "exercises",
+    "heatmap",
+    "note_example",
+    "set_lang",
+    "use_cjk_font",
+]

@@ -56,7 +56,7 @@ def split_heads(X, h):
 
 
 def multi_head_attention(X, W_Q, W_K, W_V, W_O, h):
-    B, L, _d_model = X.shape
+    B, L, _ = X.shape
     Q, K, V = split_heads(X @ W_Q, h), split_heads(X @ W_K, h), split_heads(X @ W_V, h)
     A = torch.softmax(attention_scores(Q, K), dim=-1)  # (B, H, L, L)
     heads = A @ V  # (B, H, L, d_k)
@@ -101,9 +101,11 @@ def masked_attention(Q, K, V, keep):
 
 
 def cross_attention(H_D, Z_E, W_Q, W_K, W_V, W_O, h):
-    B, T, _d_model = H_D.shape
-    Q = split_heads(H_D @ W_Q, h)  # queries from the decoder
-    K, V = split_heads(Z_E @ W_K, h), split_heads(Z_E @ W_V, h)  # keys, values: the encoder
+    B, T, d_model = H_D.shape
+    S, d_k = Z_E.shape[1], d_model // h
+    Q = (H_D @ W_Q).view(B, T, h, d_k).transpose(1, 2)  # queries from the decoder
+    K = (Z_E @ W_K).view(B, S, h, d_k).transpose(1, 2)  # keys and values from the encoder
+    V = (Z_E @ W_V).view(B, S, h, d_k).transpose(1, 2)
     A = torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1]), dim=-1)  # (B, H, T, S)
     return (A @ V).transpose(1, 2).reshape(B, T, -1) @ W_O  # (B, T, d_model)
 
