@@ -286,7 +286,7 @@ class DecoderState:
     memory: Tensor | None
     src_keep: Tensor
     layers: list[dict[str, Cache]] = field(default_factory=list)
-    length: int = 0  # target positions decoded so far
+    length: int | Tensor = 0  # target positions decoded so far (a tensor in a traced graph)
 
     def reorder(self, index: Tensor, same_sentences: bool = False) -> None:
         """Keep rows ``index`` (B',) of every cached tensor, in that order (beam search).
@@ -357,29 +357,33 @@ class Transformer(nn.Module):
             elif isinstance(module, MultiHeadAttention):
                 module.attend = ops.attention
 
-    def positions(self, length: int, offset: int = 0) -> Tensor:
+    def positions(self, length: int, offset: int | Tensor = 0) -> Tensor:
         """The positional encodings of positions offset .. offset + length - 1.  Section 3.5.
 
+        The rows are gathered by index, so that a traced graph (ONNX) takes the offset as a
+        tensor input; a tensor offset reads the sinusoid table as grown so far.
         Shapes: -> (length, D).
         """
         cfg = self.config
+        emb = self.embedding
+        rows = offset + torch.arange(length, device=emb.device)  # (length,)
         if cfg.positions == "learned":
-            if offset + length > cfg.max_positions:
+            if isinstance(offset, int) and offset + length > cfg.max_positions:
                 raise ValueError(
                     f"position {offset + length - 1} is beyond max_positions={cfg.max_positions} "
                     "of the learned positional embedding"
                 )
-            return self.learned_positions[offset : offset + length]  # (length, D)
-        emb = self.embedding
+            return self.learned_positions.index_select(0, rows)  # (length, D)
         pe = self._pe
-        if pe.size(0) < offset + length or pe.device != emb.device or pe.dtype != emb.dtype:
-            size = max(2 * (offset + length), 256)
+        grow = isinstance(offset, int) and pe.size(0) < offset + length
+        if grow or pe.device != emb.device or pe.dtype != emb.dtype:
+            size = max(2 * (offset + length), 256) if isinstance(offset, int) else pe.size(0)
             concat = cfg.positions == "sinusoidal-concat"
             pe = sinusoidal_positions(size, cfg.d_model, 0, concat, emb.device, emb.dtype)
             self._pe = pe  # (P, D): a cache, grown on demand; not part of the state dict
-        return pe[offset : offset + length]  # (length, D)
+        return pe.index_select(0, rows)  # (length, D)
 
-    def embed(self, ids: Tensor, offset: int = 0) -> Tensor:
+    def embed(self, ids: Tensor, offset: int | Tensor = 0) -> Tensor:
         """X = Dropout(E[ids] * sqrt(d_model) + PE).  Sections 3.4, 3.5, 5.4.
 
         Shapes: ids (B, L) -> (B, L, D).

@@ -10,14 +10,14 @@ Batch, source length and cache length are dynamic axes. ``OnnxTranslator`` runs 
 a step function for ``aiayn.decode.search``, so greedy and beam search, the length penalty and
 the maximum length are aiayn's own, and the outputs equal aiayn's up to float rounding.
 
-The embedding E[ids] * sqrt(d_model) + PE is written out here (3.4, 3.5) with the position
-table as a constant of ``max_positions`` rows, gathered by position, so that positions are an
-input of the graph rather than a traced constant.
+Both graphs trace the model's own ``encode`` and ``decode`` (nothing of the model is written a
+second time here): the model gathers its positional encodings by index, so the decoder step's
+position is an input of the graph rather than a traced constant, and the sinusoid table, grown
+to at least ``max_positions`` rows before tracing, is a constant of the graph.
 """
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from aiayn.config import ModelConfig, from_dict
@@ -44,48 +43,26 @@ DECODER_FILE = "decoder_step.onnx"
 OPSET = 17
 
 
-class _Embed(nn.Module):
-    """X = E[ids] * sqrt(d_model) + PE[positions].  Sections 3.4, 3.5 (eval: no dropout)."""
-
-    def __init__(self, model: Transformer, rows: int) -> None:
-        super().__init__()
-        self.embedding = model.embedding  # (V, D)
-        self.register_buffer("table", position_table(model, rows))  # (P, D)
-        self.scale = math.sqrt(model.config.d_model)
-
-    def forward(self, ids: Tensor, positions: Tensor) -> Tensor:
-        """Shapes: ids (B, L), positions (L,) -> (B, L, D)."""
-        x = F.embedding(ids, self.embedding) * self.scale  # (B, L, D)
-        return x + self.table.index_select(0, positions)[None]  # (B, L, D)
-
-
 class EncoderGraph(nn.Module):
     """src (B, S) -> (k_0, v_0, k_1, v_1, ...) of every decoder layer's cross-attention."""
 
-    def __init__(self, model: Transformer, rows: int) -> None:
+    def __init__(self, model: Transformer) -> None:
         super().__init__()
-        self.model, self.embed = model, _Embed(model, rows)
+        self.model = model
 
     def forward(self, src: Tensor) -> tuple[Tensor, ...]:
-        m = self.model
-        keep = (src != m.config.pad_id)[:, None, None, :]  # (B, 1, 1, S)
-        x = self.embed(src, torch.arange(src.size(1), device=src.device))  # (B, S, D)
-        for layer in m.encoder:
-            x = layer(x, keep)  # (B, S, D)
-        if m.config.norm_first:
-            x = m.encoder_norm(x)
-        out: list[Tensor] = []
-        for layer in m.decoder:
-            out += layer.cross_attn.project_kv(x)  # 2 x (B, H, S, K)
-        return tuple(out)
+        memory, _ = self.model.encode(src)  # (B, S, D): Z_E
+        return tuple(
+            kv for layer in self.model.decoder for kv in layer.cross_attn.project_kv(memory)
+        )
 
 
 class DecoderStepGraph(nn.Module):
     """(token, position, src_keep, caches...) -> (logits, grown self-attention caches...)."""
 
-    def __init__(self, model: Transformer, rows: int) -> None:
+    def __init__(self, model: Transformer) -> None:
         super().__init__()
-        self.model, self.embed = model, _Embed(model, rows)
+        self.model = model
 
     def forward(
         self, token: Tensor, position: Tensor, src_keep: Tensor, *caches: Tensor
@@ -94,17 +71,16 @@ class DecoderStepGraph(nn.Module):
         (N, H, t, K), cross k, v (N, H, S, K) -> logits (N, V), per layer self k, v (N, H, t+1, K).
         """
         m = self.model
-        y = self.embed(token, position)  # (N, 1, D)
-        keep = src_keep[:, None, None, :]  # (N, 1, 1, S)
-        grown: list[Tensor] = []
-        for i, layer in enumerate(m.decoder):
-            sk, sv, ck, cv = caches[4 * i : 4 * i + 4]
-            cache = {"self": {"k": sk, "v": sv}, "cross": {"k": ck, "v": cv}}
-            y = layer(y, ck, keep, cache=cache)  # (N, 1, D): the memory is only in ck, cv
-            grown += [cache["self"]["k"], cache["self"]["v"]]  # (N, H, t + 1, K) each
-        if m.config.norm_first:
-            y = m.decoder_norm(y)
-        return (m.logits(y)[:, -1], *grown)  # (N, V), ...
+        layers = [
+            {"self": {"k": sk, "v": sv}, "cross": {"k": ck, "v": cv}}
+            for sk, sv, ck, cv in zip(*[iter(caches)] * 4, strict=True)
+        ]
+        state = DecoderState(None, src_keep[:, None, None, :], layers, length=position)
+        # The memory is only in the cross caches: any tensor stands for it (the layers read
+        # their cached keys and values and never look at it).
+        z = m.decode(token, caches[2], state.src_keep, state=state)  # (N, 1, D)
+        grown = [t for layer in layers for t in (layer["self"]["k"], layer["self"]["v"])]
+        return (m.logits(z)[:, -1], *grown)  # (N, V), (N, H, t + 1, K) ...
 
 
 def export_onnx(
@@ -140,7 +116,7 @@ def _export_graphs(model: Transformer, out: Path, rows: int) -> None:
         # attention kernel, no all-padding row: every source ends with EOS) hold for any input.
         warnings.simplefilter("ignore")
         torch.onnx.export(
-            EncoderGraph(model, rows).eval(),
+            EncoderGraph(model).eval(),
             (src,),
             str(out / ENCODER_FILE),
             dynamo=False,
@@ -169,7 +145,7 @@ def _export_graphs(model: Transformer, out: Path, rows: int) -> None:
             dyn[n] = {0: "rows", 2: "new_len"}
         args = (torch.tensor([[5], [6]]), torch.tensor([t]), torch.ones(N, S, dtype=torch.bool))
         torch.onnx.export(
-            DecoderStepGraph(model, rows).eval(),
+            DecoderStepGraph(model).eval(),
             (*args, *caches),
             str(out / DECODER_FILE),
             dynamo=False,

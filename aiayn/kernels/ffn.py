@@ -47,15 +47,9 @@ class FeedForwardFn(torch.autograd.Function):
 
 
 def feed_forward(
-    x: Tensor,
-    w_1: Tensor,
-    b_1: Tensor,
-    w_2: Tensor,
-    b_2: Tensor,
-    record: Record | None = None,
-    drop: Callable[[Tensor], Tensor] | None = None,
-    act: Callable[[Tensor], Tensor] = F.relu,
-) -> Tensor:
+    x: Tensor, w_1: Tensor, b_1: Tensor, w_2: Tensor, b_2: Tensor, record: Record | None = None,
+    drop: Callable[[Tensor], Tensor] | None = None, act: Callable[[Tensor], Tensor] = F.relu,
+) -> Tensor:  # fmt: skip
     """FFN(x) = max(0, x W_1 + b_1) W_2 + b_2 through ``FeedForwardFn``.  Section 3.3, Eq. (2).
 
     Takes the plain ``aiayn.model.feed_forward``'s arguments, and runs the plain FFN itself for
