@@ -45,7 +45,7 @@ $(VENV)/.course: $(STAMP)
 	touch $(VENV)/.course
 
 course: $(VENV)/.course
-	$(BIN)/jupyter lab notebooks/
+	$(BIN)/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/
 
 format: $(STAMP)
 	$(BIN)/ruff format .
