@@ -1,163 +1,36 @@
-"""Table 3's report: the paper's row beside ours, the findings and their verdicts, the plots.
+"""Table 3's report: the paper's rows beside ours, the findings and their verdicts, the cost.
 
-Dev perplexity is the main figure. A finding of the paper is checked by comparing the mean over
-seeds of one variation with that of its reference (the base, or the best of a group); the noise
-is the seeds' spread, the larger range (max - min) of the two. A difference within it is
-"within noise", never a trend; beyond it the finding "holds" or "does not hold". A finding that
-two settings are about equal holds when they differ by less than the noise. BLEU differences
-come with sacreBLEU's paired bootstrap test (1000 resamples) against the base run of the same
-seed, on the same dev sentences, with the tokenizer of the runs' own dev BLEU (its signature's
-``tok:``: 13a for German, zh for Chinese).
+Dev perplexity is the main figure. Each variation's line shows, beside the paper's, its change
+against the base: the paper's relative change in PPL and BLEU, and ours, from the runs paired
+by seed (``aiayn.table3.stats``), with the signs that agree counted. The paper's findings are
+checked in ``aiayn.table3.findings`` (the paired 95% interval, the old range rule beside it),
+the plots drawn by ``aiayn.table3.plots``. BLEU differences also come with sacreBLEU's paired
+bootstrap test (1000 resamples) against the base run of the same seed, on the same dev
+sentences, with the tokenizer of the runs' own dev BLEU (its signature's ``tok:``: 13a for
+German, zh for Chinese).
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import re
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from aiayn.config import ModelConfig, from_dict
 from aiayn.flops import PAPER_TRAINING_FLOPS
-from aiayn.table3.rows import PAPER_BASE, PAPER_STEPS, VARIATIONS, Variation, variation, variations
+from aiayn.table3.findings import check_findings, findings_notes, findings_table, summary
+from aiayn.table3.plots import group_plots, paper_change
+from aiayn.table3.rows import PAPER_BASE, PAPER_STEPS, VARIATIONS, Variation, variations
+from aiayn.table3.stats import FAILS, FEW, HOLDS, NOISE, by_variation, paired
+from aiayn.table3.stats import range_verdict as verdict  # the old rule, under its old name
 
-HOLDS, FAILS, NOISE, FEW = "holds", "does not hold", "within noise", "too few seeds"
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One of the paper's findings: subject's metric is "higher", "lower" or "same" than ref's.
-
-    ref is a variation name, or a tuple of names: the best of them (lowest mean PPL, highest
-    mean BLEU), the subject excluded.
-    """
-
-    row: str
-    text: str
-    subject: str
-    ref: str | tuple[str, ...]
-    expect: str  # "higher", "lower" or "same"
-    metric: str = "ppl"  # "ppl" or "bleu"
-
-
-# The paper's reading of Table 3 (section 6.2), one checkable finding a line.
-FINDINGS: tuple[Finding, ...] = (
-    Finding("A", "single-head attention is worse than 8 heads", "A-h1", "base", "higher"),
-    Finding("A", "too many heads also hurt: 32 heads are worse than the best head count",
-            "A-h32", ("A-h4", "base", "A-h16"), "higher"),
-    Finding("B", "reducing d_k hurts: d_k 16 is worse than 64", "B-dk16", "base", "higher"),
-    Finding("B", "reducing d_k hurts: d_k 32 is worse than 64", "B-dk32", "base", "higher"),
-    Finding("C", "bigger models are better: N 2 is worse than 6", "C-n2", "base", "higher"),
-    Finding("C", "bigger models are better: N 4 is worse than 6", "C-n4", "base", "higher"),
-    Finding("C", "bigger models are better: N 8 is better than 6", "C-n8", "base", "lower"),
-    Finding("C", "bigger models are better: d_model 256 is worse than 512", "C-d256", "base",
-            "higher"),
-    Finding("C", "bigger models are better: d_model 1024 is better than 512", "C-d1024", "base",
-            "lower"),
-    Finding("C", "bigger models are better: d_ff 1024 is worse than 2048", "C-dff1024", "base",
-            "higher"),
-    Finding("C", "bigger models are better: d_ff 4096 is better than 2048", "C-dff4096", "base",
-            "lower"),
-    Finding("D", "dropout is very helpful: P_drop 0.0 is worse than 0.1", "D-drop0.0", "base",
-            "higher"),
-    Finding("D", "P_drop 0.2 is about as good as 0.1", "D-drop0.2", "base", "same"),
-    Finding("D", "label smoothing hurts perplexity: eps_ls 0.0 has a lower PPL than 0.1",
-            "D-ls0.0", "base", "lower"),
-    Finding("D", "label smoothing hurts perplexity: eps_ls 0.2 has a higher PPL than 0.1",
-            "D-ls0.2", "base", "higher"),
-    Finding("D", "but improves BLEU: eps_ls 0.0 has a lower BLEU than 0.1", "D-ls0.0", "base",
-            "lower", "bleu"),
-    Finding("E", "learned positional embeddings are about as good as sinusoids", "E-learned",
-            "base", "same"),
-)  # fmt: skip
-
-
-# The same findings and verdicts in Chinese, for docs/zh/table3.md (by subject and metric).
-FINDINGS_ZH: dict[tuple[str, str], str] = {
-    ("A-h1", "ppl"): "单头注意力比 8 个头差",
-    ("A-h32", "ppl"): "头太多也不好：32 个头比最好的头数差",
-    ("B-dk16", "ppl"): "减小 d_k 有害：d_k 16 比 64 差",
-    ("B-dk32", "ppl"): "减小 d_k 有害：d_k 32 比 64 差",
-    ("C-n2", "ppl"): "模型越大越好：N 2 比 6 差",
-    ("C-n4", "ppl"): "模型越大越好：N 4 比 6 差",
-    ("C-n8", "ppl"): "模型越大越好：N 8 比 6 好",
-    ("C-d256", "ppl"): "模型越大越好：d_model 256 比 512 差",
-    ("C-d1024", "ppl"): "模型越大越好：d_model 1024 比 512 好",
-    ("C-dff1024", "ppl"): "模型越大越好：d_ff 1024 比 2048 差",
-    ("C-dff4096", "ppl"): "模型越大越好：d_ff 4096 比 2048 好",
-    ("D-drop0.0", "ppl"): "dropout 很有帮助：P_drop 0.0 比 0.1 差",
-    ("D-drop0.2", "ppl"): "P_drop 0.2 和 0.1 差不多",
-    ("D-ls0.0", "ppl"): "标签平滑损害困惑度：eps_ls 0.0 的 PPL 比 0.1 低",
-    ("D-ls0.2", "ppl"): "标签平滑损害困惑度：eps_ls 0.2 的 PPL 比 0.1 高",
-    ("D-ls0.0", "bleu"): "但提高 BLEU：eps_ls 0.0 的 BLEU 比 0.1 低",
-    ("E-learned", "ppl"): "学到的位置嵌入和正弦位置编码差不多",
-}
-VERDICTS_ZH = {HOLDS: "成立", FAILS: "不成立", NOISE: "在噪声之内", FEW: "种子太少"}
-
-
-def verdict(
-    subject: Sequence[float], ref: Sequence[float], expect: str
-) -> tuple[str, float, float]:
-    """(verdict, mean(subject) - mean(ref), noise): noise = the larger range of the two.
-
-    "higher": holds when the difference exceeds the noise upwards, does not hold when it
-    exceeds it downwards, else within noise ("lower" mirrored). "same": holds within the noise.
-    Fewer than two values on either side: no spread, so no verdict.
-    """
-    if len(subject) < 2 or len(ref) < 2:
-        delta = statistics.fmean(subject) - statistics.fmean(ref) if subject and ref else 0.0
-        return FEW, delta, float("nan")
-    delta = statistics.fmean(subject) - statistics.fmean(ref)
-    noise = max(max(subject) - min(subject), max(ref) - min(ref))
-    if expect == "same":
-        return (HOLDS if abs(delta) <= noise else FAILS), delta, noise
-    if abs(delta) <= noise:
-        return NOISE, delta, noise
-    sign = 1 if expect == "higher" else -1
-    return (HOLDS if sign * delta > 0 else FAILS), delta, noise
-
-
-def by_variation(records: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """The records of each variation, ordered by seed."""
-    out: dict[str, list[dict[str, Any]]] = {}
-    for r in sorted(records, key=lambda r: (r["name"], r["seed"])):
-        out.setdefault(r["name"], []).append(r)
-    return out
-
-
-def _values(runs: dict[str, list[dict]], name: str, metric: str) -> list[float]:
-    return [r[f"dev_{metric}"] for r in runs.get(name, [])]
-
-
-def _mean(xs: Sequence[float]) -> float:
-    return statistics.fmean(xs) if xs else float("nan")
-
-
-def check_findings(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each finding whose subject has results: its verdict, difference, noise and reference."""
-    runs = by_variation(records)
-    out = []
-    for f in FINDINGS:
-        if f.subject not in runs:
-            continue
-        if isinstance(f.ref, tuple):
-            candidates = [n for n in f.ref if n in runs and n != f.subject]
-            if not candidates:
-                continue
-            best = min if f.metric == "ppl" else max
-            ref = best(candidates, key=lambda n: _mean(_values(runs, n, f.metric)))
-        else:
-            ref = f.ref
-            if ref not in runs:
-                continue
-        v, delta, noise = verdict(
-            _values(runs, f.subject, f.metric), _values(runs, ref, f.metric), f.expect
-        )
-        out.append({"finding": f, "ref": ref, "verdict": v, "delta": delta, "noise": noise})
-    return out
+# The names aiayn table3's runner reads from here.
+__all__ = ["FAILS", "FEW", "HOLDS", "NOISE", "by_variation", "check_findings", "findings_table",
+           "group_plots", "summary", "verdict"]  # fmt: skip
 
 
 def bootstrap(records: Sequence[dict[str, Any]], out: Path, samples: int = 1000) -> dict:
@@ -228,8 +101,86 @@ def _shape(cfg: dict[str, Any], train: dict[str, Any]) -> list[str]:
 
 HEADER = (
     "| row | | N | d_model | d_ff | h | d_k | d_v | P_drop | eps_ls | steps | PPL (dev) "
-    "| BLEU (dev) | params |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    "| BLEU (dev) | PPL vs base | BLEU vs base | params |\n"
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 )
+
+
+def _values(runs: dict[str, list[dict]], name: str, metric: str) -> list[float]:
+    return [r[f"dev_{metric}"] for r in runs.get(name, [])]
+
+
+def _mean(xs: Sequence[float]) -> float:
+    return statistics.fmean(xs) if xs else math.nan
+
+
+def our_change(runs: dict[str, list[dict]], name: str, metric: str) -> float:
+    """Our relative change of name against the base, over the seeds both have: for PPL the
+    geometric mean of the paired ratios minus 1, for BLEU the mean paired difference over the
+    base's mean BLEU of those seeds; nan without a pair."""
+    diffs = paired(runs, name, "base", metric)
+    if not diffs:
+        return math.nan
+    mean = statistics.fmean(diffs.values())
+    if metric == "ppl":
+        return math.expm1(mean)
+    return mean / _mean([r["dev_bleu"] for r in runs["base"] if r["seed"] in diffs])
+
+
+def _pct(x: float) -> str:
+    return "" if x != x else f"{100 * x:+.1f}%"
+
+
+def signs(records: Sequence[dict[str, Any]]) -> dict[str, tuple[list[str], list[str], list[str]]]:
+    """{metric: (the variations whose change has the paper's sign, those of the other sign,
+    those where the paper's change is 0 (not counted))}."""
+    runs = by_variation(records)
+    out = {}
+    for metric in ("ppl", "bleu"):
+        agree, differ, flat = [], [], []
+        for v in VARIATIONS:
+            if v.name == "base" or v.name not in runs or "base" not in runs:
+                continue
+            theirs, ours = paper_change(v.name, metric), our_change(runs, v.name, metric)
+            if ours != ours:
+                continue
+            if round(theirs, 6) == 0:
+                flat.append(v.name)
+            else:
+                (agree if (theirs > 0) == (ours > 0) else differ).append(v.name)
+        out[metric] = (agree, differ, flat)
+    return out
+
+
+def sign_text(records: Sequence[dict[str, Any]], lang: str = "en") -> str:
+    """One sentence: in how many variations our change against the base has the paper's sign."""
+    found = signs(records)
+    parts = []
+    for metric, unit in (("ppl", "PPL"), ("bleu", "BLEU")):
+        agree, differ, flat = found[metric]
+        counted = len(agree) + len(differ)
+        if lang == "zh":
+            part = f"{unit} 在 {counted} 个变体中有 {len(agree)} 个同号"
+            if differ:
+                part += f"（异号：{'、'.join(differ)}）"
+            if flat:
+                part += f"，{'、'.join(flat)} 论文里与 base 相同，不计"
+        else:
+            part = f"{unit} in {len(agree)} of {counted}"
+            if differ:
+                part += f" (the other sign: {', '.join(differ)})"
+            if flat:
+                part += f"; {', '.join(flat)} not counted (the paper's equals its base)"
+        parts.append(part)
+    if lang == "zh":
+        return (
+            "与 base 相比的变化（“vs base”两列：论文的相对变化，我们的按种子配对），"
+            f"我们的符号与论文相同的：{'；'.join(parts)}。"
+        )
+    return (
+        "The change against the base (the two vs-base columns: the paper's relative change, ours "
+        f"paired by seed) has the paper's sign: {'; '.join(parts)}."
+    )
 
 
 def _paper_line(v: Variation) -> str:
@@ -240,13 +191,17 @@ def _paper_line(v: Variation) -> str:
 
     shape = _shape(dataclasses.asdict(cfg), train)
     params = f"{v.params_m}M" if v.params_m else ""
+    ppl, bleu = ("" if v.name == "base" else _pct(paper_change(v.name, m)) for m in ("ppl", "bleu"))
+    changes = f"| {ppl} | {bleu} |"
     return (
-        f"| {v.row} | paper | {' | '.join(shape)} | 100K | {v.ppl:.2f} | {v.bleu:.1f} | {params} |"
+        f"| {v.row} | paper | {' | '.join(shape)} | 100K | {v.ppl:.2f} | {v.bleu:.1f} "
+        f"{changes} {params} |"
     )
 
 
 def table(records: Sequence[dict[str, Any]], pvalues: dict | None = None) -> str:
-    """Markdown: for each variation with results, the paper's line and ours (mean [min, max])."""
+    """Markdown: for each variation with results, the paper's line and ours (mean [min, max]),
+    each with its change against the base; then ``sign_text``'s sentence."""
     runs = by_variation(records)
     lines = [HEADER]
     for v in VARIATIONS:
@@ -261,34 +216,16 @@ def table(records: Sequence[dict[str, Any]], pvalues: dict | None = None) -> str
             if ps:
                 bleu += f" (p {max(ps):.3f})"
         seeds = len(rs)
+        changes = " | ".join(
+            "" if v.name == "base" else _pct(our_change(runs, v.name, m)) for m in ("ppl", "bleu")
+        )
         lines.append(_paper_line(v))
         lines.append(
             f"| {v.name} | ours ({seeds} seed{'s' if seeds > 1 else ''}) | {' | '.join(shape)} "
             f"| {first['steps']:,} | {_fmt(_values(runs, v.name, 'ppl'), 2)} | {bleu} "
-            f"| {first['params'] / 1e6:.2f}M |"
+            f"| {changes} | {first['params'] / 1e6:.2f}M |"
         )
-    return "\n".join(lines)
-
-
-def findings_table(checked: Sequence[dict[str, Any]], lang: str = "en") -> str:
-    """Markdown: each finding, the reference it is checked against, difference, noise, verdict."""
-    zh = lang == "zh"
-    head = "| 行 | 论文的结论 | 我们的差别（噪声） | 判定 |" if zh else (
-        "| row | the paper's finding | ours: difference (noise) | verdict |")  # fmt: skip
-    lines = [head, "|---|---|---|---|"]
-    for c in checked:
-        f = c["finding"]
-        unit = "PPL" if f.metric == "ppl" else "BLEU"
-        text = FINDINGS_ZH[(f.subject, f.metric)] if zh else f.text
-        if c["ref"] != "base":
-            text += f"（对照 {c['ref']}，最好的一个）" if zh else f" (against {c['ref']}, the best)"
-        spread = "无波动" if zh else "no spread"
-        noise = spread if c["noise"] != c["noise"] else f"{c['noise']:.2f}"
-        v = VERDICTS_ZH[c["verdict"]] if zh else c["verdict"]
-        lines.append(
-            f"| {f.row} | {text} | {f.subject}: {c['delta']:+.2f} {unit} ({noise}) | **{v}** |"
-        )
-    return "\n".join(lines)
+    return "\n".join(lines) + "\n\n" + sign_text(records)
 
 
 def cost_table(records: Sequence[dict[str, Any]]) -> str:
@@ -347,84 +284,12 @@ def provenance(records: Sequence[dict[str, Any]]) -> str:
     return "; ".join(parts)
 
 
-def summary(checked: Sequence[dict[str, Any]]) -> dict[str, dict[str, int]]:
-    """{row: {verdict: count}}."""
-    out: dict[str, dict[str, int]] = {}
-    for c in checked:
-        row = out.setdefault(c["finding"].row, {})
-        row[c["verdict"]] = row.get(c["verdict"], 0) + 1
-    return out
-
-
-def group_plots(records: Sequence[dict[str, Any]], out_dir: Path) -> list[Path]:
-    """One PNG a row group: dev PPL and BLEU against each varied quantity, seeds and range."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    runs = by_variation(records)
-    written = []
-    out_dir.mkdir(parents=True, exist_ok=True)
-    for group in ("A", "B", "C", "D", "E"):
-        names = [v.name for v in VARIATIONS if v.row == group and v.name in runs]
-        if not names or "base" not in runs:
-            continue
-        quantities = list(dict.fromkeys(variation(n).varied for n in names))
-        fig, axes = plt.subplots(
-            2, len(quantities), figsize=(max(3.6 * len(quantities), 5.0), 5.6), squeeze=False
-        )
-        for col, q in enumerate(quantities):
-            members = ["base", *[n for n in names if variation(n).varied == q]]
-            members.sort(key=lambda n: _sort_key(runs[n][0]["values"][q]))
-            labels = [f"{runs[n][0]['values'][q]}\n(paper {_paper_value(n, q)})" for n in members]
-            for row, metric in enumerate(("ppl", "bleu")):
-                ax = axes[row][col]
-                for x, n in enumerate(members):
-                    ys = _values(runs, n, metric)
-                    ax.scatter([x] * len(ys), ys, s=14, color="tab:blue", alpha=0.6)
-                    ax.errorbar(
-                        x,
-                        _mean(ys),
-                        yerr=[[_mean(ys) - min(ys)], [max(ys) - _mean(ys)]],
-                        fmt="o",
-                        color="black" if n == "base" else "tab:red",
-                        capsize=4,
-                    )
-                ax.set_xticks(range(len(members)), labels)
-                ax.set_xlim(-0.5, len(members) - 0.5)
-                ax.set_xlabel(f"{q} (ours)")
-                ax.set_ylabel("dev PPL" if metric == "ppl" else "dev sacreBLEU")
-                ax.grid(alpha=0.3)
-        fig.suptitle(
-            f"Table 3 row {group}: mean over seeds (black: base, red: variations),\n"
-            "seeds as dots, their range as bars",
-            fontsize=10,
-        )
-        fig.tight_layout()
-        path = out_dir / f"table3-{group}.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        written.append(path)
-    return written
-
-
-def _paper_value(name: str, q: str) -> Any:
-    from aiayn.table3.rows import quantities, scale_variation
-
-    cfg, train = scale_variation(variation(name), PAPER_BASE)
-    return quantities(cfg, train)[q]
-
-
-def _sort_key(value: Any) -> tuple[int, Any]:
-    return (0, value) if isinstance(value, int | float) else (1, str(value))
-
-
 def docs_results(out: Path, lang: str = "en") -> str:
     """The results section of docs/table3.md (or docs/zh/table3.md) from OUT's results and report.
 
-    The findings table is computed from OUT/results.jsonl; the main table, with its bootstrap
-    p-values, is copied from OUT/report.md, which ``aiayn table3`` wrote from the same results.
+    The findings are computed from OUT/results.jsonl; the main table, with its bootstrap
+    p-values, is copied from OUT/report.md, which ``aiayn table3`` wrote from the same results
+    (a test checks that its every other figure is what ``table`` computes today).
     """
     from aiayn.table3.results import read_results
 
@@ -448,7 +313,13 @@ def docs_results(out: Path, lang: str = "en") -> str:
         )
         status = (
             f"{done}完整报告：[report.md]({rel}/report.md)。表中“ours”一行是种子均值和"
-            "[最小, 最大]；p 是与同种子 base 的配对自助法检验的最大 p 值。"
+            "[最小, 最大]；p 是与同种子 base 的配对自助法检验的最大 p 值；“vs base”两列是与 "
+            "base 相比的相对变化，论文的一行取论文的数，我们的一行按种子配对"
+            "（PPL 取各对比值的几何平均）。"
+        )
+        plots_text = (
+            "每行一张图：上排是 PPL 相对同种子 base 的变化（%），下排是 BLEU 的变化（分）；点是各"
+            "种子，红色是均值和 95% t 区间，绿色叉是论文的变化；同一张图里各列共用 y 轴。"
         )
     else:
         done = (
@@ -461,7 +332,16 @@ def docs_results(out: Path, lang: str = "en") -> str:
         status = (
             f"{done} The full report: [report.md]({rel}/report.md). "
             'Each "ours" line is the mean over seeds and [min, max]; p is the largest paired '
-            "bootstrap p-value against the base run of the same seed."
+            "bootstrap p-value against the base run of the same seed; the two vs-base columns "
+            "are the change against the base, the paper's on its line, ours paired by seed (for "
+            "PPL the geometric mean of the paired ratios)."
+        )
+        plots_text = (
+            "One plot a row group: the change of dev PPL (top, %) and BLEU (bottom, points) "
+            "against the base run of the same seed; dots are seeds, red their mean and 95% "
+            "t-interval, the green cross the paper's change; a group's panels share the y axis."
         )
     checked = check_findings(records)
-    return "\n\n".join([status, main, findings_table(checked, lang), *images]) + "\n"
+    parts = [status, main, sign_text(records, lang), findings_table(checked, lang)]
+    parts += [findings_notes(checked, lang), plots_text, *images]
+    return "\n\n".join(parts) + "\n"
