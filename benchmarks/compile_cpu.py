@@ -35,6 +35,7 @@ import torch
 from harness import at_least_1, parser, provenance, write_report
 
 from aiayn.config import ModelConfig
+from aiayn.data import layout
 from aiayn.data.batch import Batch
 from aiayn.data.splits import InMemorySplit
 from aiayn.data.token_budget import batch_from_indices, token_batches
@@ -95,8 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=at_least_1, default=20, help="untimed first (default 20)")
     ap.add_argument("--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS))
     args = ap.parse_args(argv)
-    if args.data is not None and not (args.data / "manifest.json").is_file():
-        ap.error(f"--data {args.data}: not a prepared corpus (no manifest.json)")
+    if args.data is not None and not layout.is_complete(args.data):
+        ap.error(f"--data {args.data}: not a prepared corpus (no {layout.MANIFEST})")
     machine = provenance(args.threads, argv=argv)  # the peak measured before the steps
     import torch._dynamo as dynamo
 

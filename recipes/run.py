@@ -58,13 +58,14 @@ def read_recipe(path: Path) -> tuple[dict, dict]:
 
 def prepare_data(recipe: dict, data: Path, multi30k_dir: Path | None) -> None:
     """Prepare the recipe's corpus into DATA, or keep DATA if it was prepared so before."""
+    from aiayn.data import layout
     from aiayn.data.corpora import simple
     from aiayn.data.corpora.download import default_cache_dir
     from aiayn.data.prepare import PrepareOptions, prepare
 
     source, vocab = recipe["source"], recipe["vocab_size"]
     try:
-        manifest = json.loads((data / "manifest.json").read_text(encoding="utf-8"))
+        manifest = json.loads(layout.manifest_path(data).read_text(encoding="utf-8"))
         options = manifest["options"]
         if manifest.get("complete") and (manifest["source"], options["vocab_size"]) == (
             source,

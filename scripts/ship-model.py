@@ -76,6 +76,7 @@ def main() -> int:
     args = ap.parse_args()
 
     from aiayn import pretrained
+    from aiayn.data import layout
     from aiayn.storage import sha256_file
 
     size = args.model.stat().st_size
@@ -88,7 +89,7 @@ def main() -> int:
         dict(zip(("source", "reference"), e.split("=", 1), strict=True)) for e in args.example
     ]
     results_name = f"{args.name}.results.json"
-    manifest = json.loads((args.data / "manifest.json").read_text(encoding="utf-8"))
+    manifest = json.loads(layout.manifest_path(args.data).read_text(encoding="utf-8"))
     registry_path = pretrained.DIR / pretrained.REGISTRY
     models = json.loads(registry_path.read_text(encoding="utf-8"))
     models[args.name] = {

@@ -3,13 +3,15 @@
 Read from the source with ``ast``, every import counted, those inside functions too: no import
 circle; the model (``aiayn.model``, ``aiayn.attention``) never reaches ``aiayn.kernels``, which
 are applied from above; inference (translator, decode, evaluate, export, explore, pretrained)
-never reaches ``aiayn.train``; the run directory's file names are spelled in ``aiayn.run_dir`` only;
+never reaches ``aiayn.train``; the run directory's file names are spelled in ``aiayn.run_dir`` only,
+a data directory's in ``aiayn.data.layout`` only;
 benchmarks/ and tests/ never import each other.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -145,6 +147,68 @@ def test_the_run_directory_layout_is_spelled_in_one_module() -> None:
             if isinstance(node, ast.Constant) and node.value in RUN_FILES:
                 spelled.setdefault(node.value, set()).add(name)
     assert spelled == {f: {"aiayn.run_dir"} for f in RUN_FILES}
+
+
+# A data directory's names, each with the modules that may spell it: the files (exact strings)
+# and the folders (``root / "text"``, or a string starting "text/"). The manifest's name is the
+# storage protocol's (a checkpoint has one too); Hugging Face's own directory has a
+# tokenizer.json, which the export package spells for that layout, not for a data directory.
+DATA_NAMES = {
+    "manifest.json": {"aiayn.storage"},
+    "tokenizer.json": {"aiayn.data.layout", "aiayn.export", "aiayn.export.marian_dir"},
+    "LICENSE-data.txt": {"aiayn.data.layout"},
+    "text": {"aiayn.data.layout"},
+    "ids": {"aiayn.data.layout"},
+}
+DATA_DIRS = ("text", "ids")
+DATA_FOLDER = re.compile(r"(text|ids)/(train\.|valid\.|test\.|$)")  # not text/html
+
+
+def _data_names(path: Path) -> list[tuple[str, str]]:
+    """(name, where) for each data directory's file or folder name that PATH spells."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            folder = DATA_FOLDER.match(node.value)
+            if folder or (node.value in DATA_NAMES and node.value not in DATA_DIRS):
+                name = folder[1] if folder else node.value
+                found.append((name, f"{node.value!r}, line {node.lineno}"))
+        elif (
+            isinstance(node, ast.BinOp)
+            and isinstance(node.op, ast.Div)
+            and isinstance(node.right, ast.Constant)
+            and node.right.value in DATA_DIRS
+        ):
+            found.append((node.right.value, f"/ {node.right.value!r}, line {node.lineno}"))
+    return found
+
+
+def test_the_data_directory_layout_is_spelled_in_one_module() -> None:
+    """A prepared data directory's names (tokenizer.json, text/, ids/, LICENSE-data.txt) are
+    spelled in aiayn/data/layout.py only, its manifest's in aiayn/storage.py: the rest of
+    aiayn/, recipes/, scripts/ and benchmarks/ asks them for a path. (tests/ may spell them: a
+    test holds the files on disk to what docs/data.md says they are.)"""
+    spelled: dict[str, list[str]] = {}
+    for folder in ("aiayn", "recipes", "scripts", "benchmarks"):
+        for path in sorted((REPO / folder).rglob("*.py")):
+            module = ".".join(path.relative_to(REPO).with_suffix("").parts)
+            module = module.removesuffix(".__init__")
+            for name, where in _data_names(path):
+                if module not in DATA_NAMES[name]:
+                    spelled.setdefault(module, []).append(where)
+    layout = {name for name, _ in _data_names(PACKAGE / "data" / "layout.py")}
+    assert layout == {"tokenizer.json", "LICENSE-data.txt"}  # the walk does see them
+    assert spelled == {}
+
+
+def test_the_data_layout_check_sees_a_name_and_a_folder(tmp_path: Path) -> None:
+    script = tmp_path / "x.py"
+    script.write_text("t = root / 'text'\nf = 'ids/train.src.bin'\nm = 'manifest.json'\n")
+    assert [where for _, where in _data_names(script)] == [
+        "/ 'text', line 1",
+        "'ids/train.src.bin', line 2",
+        "'manifest.json', line 3",
+    ]
 
 
 # benchmarks/ and tests/ apart -----------------------------------------------------------------

@@ -3,8 +3,9 @@
 The contract every other module relies on: the special token ids in ``aiayn.data.specials``,
 the padded ``Batch`` and ``collate`` in ``aiayn.data.batch``. ``splits`` holds the pairs as
 token ids, ``token_budget`` the token-budget batches, ``bpe`` the shared byte-pair
-``Tokenizer``, ``synthetic`` the copy and reverse tasks, ``store`` the prepared data directory
-(``load_prepared``), ``prepare`` and ``corpora`` the way from a corpus to it.
+``Tokenizer``, ``synthetic`` the copy and reverse tasks, ``layout`` the names of a prepared data
+directory's files, ``store`` its reader (``load_prepared``), ``prepare`` and ``corpora`` the way
+from a corpus to it.
 """
 
 from aiayn.data.batch import Batch, collate

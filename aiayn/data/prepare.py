@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from aiayn.data import layout
 from aiayn.data.bpe import Tokenizer
 from aiayn.data.clean import collapse
 from aiayn.data.corpora import Corpus
@@ -291,10 +292,9 @@ def _encode_split(
 ) -> dict[str, Any]:
     """Step 4 for one split: encode, filter (train only), write ids and cleaned text."""
     dtype = ids_dtype(tok.vocab_size)
-    writers = {side: IdWriter(root / "ids" / f"{name}.{side}", dtype) for side in SIDES}
-    text = root / "text"
-    f_src = (text / f"{name}.{opts.src_lang}").open("w", encoding="utf-8", newline="\n")
-    f_tgt = (text / f"{name}.{opts.tgt_lang}").open("w", encoding="utf-8", newline="\n")
+    writers = {side: IdWriter(layout.ids_paths(root, name, side), dtype) for side in SIDES}
+    f_src = layout.text_path(root, name, opts.src_lang).open("w", encoding="utf-8", newline="\n")
+    f_tgt = layout.text_path(root, name, opts.tgt_lang).open("w", encoding="utf-8", newline="\n")
     src_lines, tgt_lines = _lines(stage / f"{name}.src"), _lines(stage / f"{name}.tgt")
     with f_src, f_tgt:
         chunks = _chunks(src_lines, tgt_lines, CHUNK)
@@ -331,8 +331,8 @@ def prepare(corpus: Corpus, out: str | Path, opts: PrepareOptions) -> dict[str, 
     drops: Counter = Counter()
     with building_directory(out, overwrite=opts.overwrite) as root:
         stage = root / "stage"
-        for d in (stage, root / "text", root / "ids"):
-            d.mkdir()
+        stage.mkdir()
+        layout.make_dirs(root)
         staged = _stage(corpus, opts, stage, drops)
         split = _assign_splits(staged, corpus, opts, drops)
         staged_counts = _write_stage_splits(stage, split)
@@ -363,7 +363,7 @@ def prepare(corpus: Corpus, out: str | Path, opts: PrepareOptions) -> dict[str, 
             show_progress=opts.progress and sys.stderr.isatty(),  # its bar: terminals only
             lowercase=opts.lowercase,
         )
-        tok.save(root / "tokenizer.json")
+        tok.save(layout.tokenizer_path(root))
         splits = {name: _encode_split(name, tok, stage, root, opts, drops) for name in SPLITS}
         for f in stage.iterdir():
             f.unlink()

@@ -1,13 +1,7 @@
 """The prepared data directory: cleaned text, the shared BPE model, token ids, a manifest.
 
-Layout (``aiayn prepare`` writes it, ``load_prepared`` reads it)::
-
-    DIR/manifest.json            written last: counts, lengths, tokenizer settings, hashes
-    DIR/tokenizer.json           the shared BPE model (section 5.1)
-    DIR/text/{split}.{lang}      cleaned text, one sentence a line (references for sacreBLEU)
-    DIR/ids/{split}.{side}.bin   token ids of side src/tgt, flat, uint16 (or uint32), no specials
-    DIR/ids/{split}.{side}.idx   int64 offsets, N + 1 of them: pair i is bin[idx[i]:idx[i+1]]
-
+Its layout (the file names) is ``aiayn.data.layout``; ``aiayn prepare`` writes it through
+``IdWriter``, ``building_directory`` and ``write_manifest``, and ``load_prepared`` reads it.
 The token arrays are memory-mapped, so a split of millions of pairs costs almost no memory
 until its pages are read. The directory is built by ``aiayn.storage.atomic_directory`` (one
 rename at the end); it is complete only when its manifest says so and every file it lists has
@@ -28,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from aiayn import storage
+from aiayn.data import layout
 from aiayn.data.bpe import Tokenizer
 from aiayn.data.splits import ArraySplit
 from aiayn.errors import UserError
@@ -36,8 +31,7 @@ log = logging.getLogger(__name__)
 
 FORMAT = "aiayn-prepared"
 VERSION = 1
-SPLITS = ("train", "valid", "test")
-SIDES = ("src", "tgt")
+SPLITS, SIDES = layout.SPLITS, layout.SIDES
 
 
 def ids_dtype(vocab_size: int) -> np.dtype:
@@ -49,11 +43,11 @@ sha256_file = storage.sha256_file
 
 
 class IdWriter:
-    """Appends id sequences to ``{prefix}.bin`` and writes the offsets ``{prefix}.idx`` on close."""
+    """Appends id sequences to the ``.bin`` file and writes the offsets (``.idx``) on close."""
 
-    def __init__(self, prefix: Path, dtype: np.dtype) -> None:
-        self.prefix, self.dtype = prefix, dtype
-        self._fh = Path(f"{prefix}.bin").open("wb")  # noqa: SIM115 (closed by close())
+    def __init__(self, paths: tuple[Path, Path], dtype: np.dtype) -> None:
+        (self.bin_path, self.idx_path), self.dtype = paths, dtype
+        self._fh = self.bin_path.open("wb")  # closed by close()
         self._lengths = array("q")
         self.n_tokens = 0
 
@@ -73,7 +67,7 @@ class IdWriter:
         lengths = np.frombuffer(self._lengths, dtype=np.int64)  # (N,)
         offsets = np.zeros(len(lengths) + 1, dtype=np.int64)  # (N + 1,)
         np.cumsum(lengths, out=offsets[1:])
-        offsets.tofile(f"{self.prefix}.idx")
+        offsets.tofile(self.idx_path)
         return lengths
 
 
@@ -89,9 +83,9 @@ class MemmapSplit(ArraySplit):
     def __init__(self, root: Path, name: str, n_pairs: int, n_tokens: dict[str, int], dtype: str):
         arrays = []
         for side in SIDES:
-            prefix = root / "ids" / f"{name}.{side}"
-            tokens = _memmap(Path(f"{prefix}.bin"), np.dtype(dtype), n_tokens[side])
-            offsets = _memmap(Path(f"{prefix}.idx"), np.dtype(np.int64), n_pairs + 1)
+            bin_path, idx_path = layout.ids_paths(root, name, side)
+            tokens = _memmap(bin_path, np.dtype(dtype), n_tokens[side])
+            offsets = _memmap(idx_path, np.dtype(np.int64), n_pairs + 1)
             if n_pairs == 0:
                 offsets = np.zeros(1, dtype=np.int64)
             arrays += [tokens, offsets]
@@ -131,8 +125,10 @@ class PreparedData:
     def text_paths(self, name: str) -> tuple[Path, Path]:
         """Paths of the cleaned source and reference text of a split."""
         self._check_name(name)
-        text = self.path / "text"
-        return text / f"{name}.{self.src_lang}", text / f"{name}.{self.tgt_lang}"
+        return (
+            layout.text_path(self.path, name, self.src_lang),
+            layout.text_path(self.path, name, self.tgt_lang),
+        )
 
     def texts(self, name: str) -> tuple[list[str], list[str]]:
         """(sources, references): the cleaned raw text of a split, one string a pair."""
@@ -151,10 +147,10 @@ def load_prepared(path: str | Path) -> PreparedData:
         raise UserError(
             f"{root}: no prepared data directory here; run `aiayn prepare --out {root}`"
         )
-    manifest_path = root / "manifest.json"
+    manifest_path = layout.manifest_path(root)
     if not manifest_path.is_file():
         raise UserError(
-            f"{root}: incomplete prepared data directory (no manifest.json); "
+            f"{root}: incomplete prepared data directory (no {layout.MANIFEST}); "
             f"run `aiayn prepare --out {root}` again"
         )
     manifest = storage.read_manifest(root)
@@ -169,7 +165,7 @@ def load_prepared(path: str | Path) -> PreparedData:
         storage.check_files(root, manifest)
     except UserError as e:
         raise UserError(f"{e}; run `aiayn prepare --out {root} --overwrite` again") from None
-    tokenizer = Tokenizer.load(root / "tokenizer.json")
+    tokenizer = Tokenizer.load(layout.tokenizer_path(root))
     return PreparedData(root, manifest, tokenizer)
 
 
@@ -194,9 +190,7 @@ def building_directory(out: str | Path, overwrite: bool = False) -> Iterator[Pat
     out = Path(out).absolute()
     if out.exists() and not out.is_dir():
         raise UserError(f"{out}: exists and is not a directory")
-    storage.remove_leftovers(
-        out.parent, names=[out.name], is_complete=lambda p: (p / "manifest.json").is_file()
-    )
+    storage.remove_leftovers(out.parent, names=[out.name], is_complete=layout.is_complete)
     if out.is_dir() and any(out.iterdir()) and not overwrite:
         raise UserError(f"{out}: directory exists and is not empty; pass --overwrite to replace it")
     with storage.atomic_directory(out, replace=True) as tmp:
@@ -205,6 +199,6 @@ def building_directory(out: str | Path, overwrite: bool = False) -> Iterator[Pat
 
 
 def write_manifest(root: Path, manifest: dict[str, Any]) -> None:
-    """Hash every file under root, then write manifest.json (the last file, atomically)."""
+    """Hash every file under root, then write its manifest (the last file, atomically)."""
     fields = {"format": FORMAT, "version": VERSION, "complete": True, **manifest}
     storage.write_manifest(root, fields)

@@ -22,6 +22,7 @@ import zipfile
 import zlib
 from pathlib import Path
 
+from aiayn.data import layout
 from aiayn.data.corpora import Corpus
 from aiayn.data.corpora.download import fetch, join_url
 from aiayn.errors import UserError
@@ -29,7 +30,7 @@ from aiayn.errors import UserError
 BASE_URL = "https://www.manythings.org/anki/"
 ENV = "AIAYN_TATOEBA"  # a local cmn.txt (or the zip), in place of --tatoeba-file
 LICENCE = "CC-BY 2.0 FR (Creative Commons Attribution 2.0 France)"
-LICENCE_FILE = "LICENSE-data.txt"
+LICENCE_FILE = layout.LICENCE_FILE  # the attribution, a notice in the data directory
 CREDIT = re.compile(r"CC-BY .*#\d+ \(.*\) & #\d+ \(.*\)")  # a pair's two sentences and authors
 # Our language code (ISO 639-1, as in --lang-pair) -> the bundle's (ISO 639-3) name.
 BUNDLES = {
