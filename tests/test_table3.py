@@ -163,9 +163,9 @@ def test_every_record_the_runner_writes_fits_the_schema() -> None:
     """The keys the runner writes (its record, tests/bad_inputs_table3.record) cover RECORD."""
     import inspect
 
-    import aiayn.cli.table3 as verb
+    import aiayn.table3.run as runner
 
-    source = inspect.getsource(verb.run)
+    source = inspect.getsource(runner.run_table3)
     for key in RECORD:
         assert f'"{key}":' in source, key
     assert all(record_problem(r, COMMITTED) == "" for r in read_results(COMMITTED))
@@ -287,7 +287,7 @@ def _table3(out, raw, *extra):
 def test_table3_runs_resumes_after_an_interruption_and_never_redoes_a_run(
     tmp_path, raw, monkeypatch, capsys
 ) -> None:
-    import aiayn.cli.table3 as verb
+    import aiayn.table3.run as verb
 
     scored = []
     real_score = verb._score

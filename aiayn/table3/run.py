@@ -1,0 +1,464 @@
+"""Table 3's runner: prepare the corpus, train and score every run, keep its record.  Section 6.2.
+
+``run_table3`` is what ``aiayn table3`` runs: it checks OUT (``aiayn.table3.results``) before
+anything is run or written, prepares the corpus into OUT/data once (Multi30k, else the packaged
+corpus, labelled), then for each run of the chosen rows and seeds not yet in OUT/results.jsonl
+trains the scaled variation (``aiayn.table3.rows``) for the protocol's steps, resuming its
+checkpoint in OUT/runs/RUN if a kill stopped it, scores it on the dev split (perplexity,
+sacreBLEU with beam 4 and alpha 0.6, the last checkpoint alone; the translations in OUT/hyps/)
+and appends its record. ``write_report`` writes OUT/report.md, the same as one page
+OUT/report.html, and OUT/plots/ from the records alone. Each step's own output goes to
+OUT/logs/; what the runner does is told line by line to a ``say`` function (the log by default,
+the terminal for ``aiayn table3``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import logging
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from aiayn.errors import UserError
+
+log = logging.getLogger(__name__)
+
+ROWS = ("A", "B", "C", "D", "E")  # Table 3's row groups
+
+
+def _quiet(argv: list[str], log: Path) -> int:
+    """Run another verb with its output in log; its rc."""
+    from aiayn.cli import main
+
+    log.parent.mkdir(parents=True, exist_ok=True)
+    handlers = [h for h in logging.getLogger().handlers if isinstance(h, logging.StreamHandler)]
+    with (
+        log.open("a", encoding="utf-8") as fh,
+        contextlib.redirect_stdout(fh),
+        contextlib.redirect_stderr(fh),
+    ):
+        fh.write(f"$ aiayn {' '.join(argv)}\n")
+        fh.flush()
+        streams = [h.setStream(fh) for h in handlers]  # the verb's log lines go there too
+        try:
+            return main(argv)
+        finally:
+            for h, stream in zip(handlers, streams, strict=True):
+                h.setStream(stream)
+
+
+def _last_line(log: Path) -> str:
+    lines = [x for x in log.read_text(encoding="utf-8", errors="replace").splitlines() if x.strip()]
+    return lines[-1] if lines else "(no output)"
+
+
+def _reused(source: str, data: Path, vocab: int) -> str | None:
+    """The corpus of OUT/data when an earlier invocation prepared it, or None (none, or
+    incomplete). Another corpus than this table's is refused: another source, language pair or
+    vocabulary, or a tokenizer that OUT/protocol.json does not record."""
+    from aiayn.data import load_prepared
+    from aiayn.table3.results import read_protocol
+
+    try:
+        manifest = load_prepared(data).manifest
+    except UserError:
+        return None
+    held = manifest.get("source")
+    options = manifest.get("options") if isinstance(manifest.get("options"), dict) else {}
+    wanted = ("multi30k", "packaged") if source == "auto" else (source,)
+    pair = f"{manifest.get('src_lang')}-{manifest.get('tgt_lang')}"
+    found = read_protocol(data.parent)
+    problem = ""
+    if held not in wanted:
+        problem = f"it holds {held!r}, --source {source} takes {' or '.join(wanted)}"
+    elif pair != "en-de":
+        problem = f"its language pair is {pair}, not en-de"
+    elif options.get("vocab_size") != vocab:
+        problem = f"its vocabulary size is {options.get('vocab_size')!r}, not {vocab}"
+    elif found is not None and found["corpus"] != held:
+        problem = f"it holds {held!r}, protocol.json records {found['corpus']!r}"
+    elif found is not None and found["tokenizer_sha256"] != _sha256(data):
+        problem = "its tokenizer is not the one protocol.json records: another corpus"
+    if problem:
+        raise UserError(
+            f"{data}: not this table's corpus ({problem}); remove it to prepare it anew, "
+            "or choose another --out"
+        )
+    return held
+
+
+def _prepare(
+    source: str,
+    multi30k_dir: str | Path | None,
+    multi30k_url: str | None,
+    out: Path,
+    vocab: int,
+    reused: str | None,
+    say: Callable[[str], None],
+) -> tuple[Path, str]:
+    """The prepared corpus in OUT/data: (directory, corpus name); reused names the corpus that
+    an earlier invocation prepared there (``_reused``), None prepares it."""
+    data = out / "data"
+    if reused is not None:
+        return data, reused
+    log = out / "logs" / "prepare.log"
+    base = [
+        "prepare",
+        "--out",
+        str(data),
+        "--overwrite",
+        "--no-progress",
+        "--vocab-size",
+        str(vocab),
+    ]
+    if source in ("auto", "multi30k"):
+        m30k = [*base, "--source", "multi30k"]
+        if multi30k_dir:
+            m30k += ["--multi30k-dir", str(multi30k_dir)]
+        elif multi30k_url:
+            m30k += ["--mirror", multi30k_url]
+        if _quiet(m30k, log) == 0:
+            return data, "multi30k"
+        if source == "multi30k":
+            raise UserError(f"--source multi30k: Multi30k could not be had: {_last_line(log)}")
+        say(f"Multi30k could not be had ({_last_line(log)}): the packaged corpus instead")
+    if _quiet([*base, "--source", "packaged"], log) != 0:
+        raise UserError(f"the packaged corpus could not be prepared: {_last_line(log)}")
+    return data, "packaged"
+
+
+def _commit() -> str:
+    here = Path(__file__).resolve().parents[1]  # the aiayn package
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(here), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(here), "status", "--porcelain", "--", "."],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return head + ("-dirty" if dirty else "")
+
+
+def _flags(cfg: Any, train: dict[str, Any]) -> list[str]:
+    """`aiayn train` flags for the settings of cfg and train that differ from the defaults."""
+    from aiayn.config import ModelConfig
+
+    flags = []
+    default = dataclasses.asdict(ModelConfig())
+    for key, value in dataclasses.asdict(cfg).items():
+        if key in ("vocab_size", "pad_id") or value == default[key]:
+            continue
+        flags += [f"--{key.replace('_', '-')}", str(value)]
+    for key, value in train.items():
+        flags += [f"--{key.replace('_', '-')}", str(value)]
+    return flags
+
+
+def _trained(run: Path) -> dict[str, Any]:
+    """The latest checkpoint's meta (step, elapsed_s), or step 0."""
+    from aiayn.run_dir import META_FILE, latest_checkpoint
+
+    latest = latest_checkpoint(run) if run.is_dir() else None
+    if latest is None:
+        return {"step": 0, "elapsed_s": 0.0}
+    return json.loads((latest / META_FILE).read_text(encoding="utf-8"))
+
+
+def _train(run: Path, data: Path, flags: list[str], protocol: Any, seed: int, log: Path) -> None:
+    """Train run to protocol.steps, resuming its checkpoint if it has one."""
+    step = _trained(run)["step"]
+    if step >= protocol.steps:  # trained before a kill during its scoring
+        return
+    if step > 0:
+        argv = ["train", "--run", str(run), "--data", str(data), "--resume", "--no-progress"]
+    else:
+        if run.exists():  # killed before its first checkpoint: nothing to keep
+            shutil.rmtree(run)
+        argv = ["train", "--run", str(run), "--data", str(data), "--preset", "base", *flags]
+        argv += ["--warmup", str(protocol.warmup), "--lr-scale", f"{protocol.lr_scale:g}"]
+        argv += ["--max-tokens", str(protocol.max_tokens), "--max-steps", str(protocol.steps)]
+        argv += ["--seed", str(seed), "--valid-every", "0", "--keep-last", "1", "--no-progress"]
+        argv += [
+            "--save-every-steps",
+            str(max(protocol.steps // 6, 1)),
+            "--save-every-minutes",
+            "0",
+        ]
+    if _quiet(argv, log) != 0:
+        raise UserError(f"{run}: training failed: {_last_line(log)} (log: {log})")
+    if _trained(run)["step"] < protocol.steps:  # the training loop stopped on a signal
+        raise KeyboardInterrupt
+
+
+def _score(run: Path, data: Path, out: Path, rid: str, protocol: Any) -> dict:
+    """Dev perplexity and sacreBLEU (beam 4, alpha 0.6, the last checkpoint alone)."""
+    report = run / "dev.json"
+    hyps = out / "hyps" / f"{rid}.txt"
+    hyps.parent.mkdir(parents=True, exist_ok=True)
+    argv = ["evaluate", "--checkpoint", str(run), "--data", str(data), "--split", "valid"]
+    argv += ["--beam", str(protocol.beam), "--alpha", f"{protocol.alpha:g}", "--json", str(report)]
+    argv += ["--hyps", str(hyps)]
+    log = out / "logs" / f"{rid}.log"
+    if _quiet(argv, log) != 0:
+        raise UserError(f"{run}: scoring failed: {_last_line(log)} (log: {log})")
+    return json.loads(report.read_text(encoding="utf-8"))
+
+
+def _refs(data: Path, out: Path) -> str:
+    """Copy the dev references next to the translations once; their path relative to OUT."""
+    from aiayn.data import load_prepared
+
+    lang = load_prepared(data).manifest["tgt_lang"]
+    refs = out / "hyps" / "refs.txt"
+    if not refs.is_file():
+        refs.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(data / "text" / f"valid.{lang}", refs)
+    return str(refs.relative_to(out))
+
+
+def _train_flops(data: Path, cfg: Any, protocol: Any, seed: int) -> float:
+    """FLOPs of the run's training (aiayn.flops), from one epoch of its batches, per step."""
+    from aiayn.data import load_prepared, token_batches
+    from aiayn.flops import training_flops
+
+    split = load_prepared(data).split("train")
+    batches = token_batches(split, protocol.max_tokens, seed=seed, epoch=0)
+    src, tgt = split.src_lengths, split.tgt_lengths
+    total = 0
+    for b in batches:
+        S, T = int(src[b].max()) + 1, int(tgt[b].max()) + 1  # EOS; BOS in tgt_in
+        total += training_flops(len(b), S, T, cfg, n_out=int((tgt[b] + 1).sum()))
+    return total / len(batches) * protocol.steps
+
+
+def _plan_table(todo: list[Any], protocol: Any) -> str:
+    from aiayn.table3.report import HEADER, _paper_line, _shape
+    from aiayn.table3.rows import scale_variation
+
+    lines = [HEADER]
+    small = _small(protocol)
+    for v in todo:
+        cfg, train = scale_variation(v, small)
+        lines.append(_paper_line(v))
+        steps = f"{protocol.steps:,}"
+        lines.append(
+            f"| | ours | {' | '.join(_shape(dataclasses.asdict(cfg), train))} | {steps} | | | |"
+        )
+    return "\n".join(lines)
+
+
+def _small(protocol: Any) -> Any:
+    from aiayn.table3.rows import SMALL_BASE
+
+    fields = ("d_model", "n_heads", "d_ff", "n_layers")
+    return dataclasses.replace(SMALL_BASE, **{k: getattr(protocol, k) for k in fields})
+
+
+def write_report(out: Path) -> Path:
+    """OUT/report.md, the same as one page OUT/report.html, and OUT/plots/, from results.jsonl."""
+    from aiayn.table3 import html, report
+    from aiayn.table3.results import check_directory
+
+    records = check_directory(out)
+    if not records:
+        raise UserError(f"{out}: no results yet (results.jsonl is missing or empty)")
+    checked = report.check_findings(records)
+    pvalues = report.bootstrap(records, out)
+    plots = report.group_plots(records, out / "plots")
+    first = records[0]
+    corpus = first["corpus"]
+    label = (
+        "Multi30k EN-DE, dev = its valid split (1,014 pairs)"
+        if corpus == "multi30k"
+        else (
+            "the packaged corpus (a FALLBACK: software help texts, not Multi30k), dev = its valid"
+            " split"
+        )
+    )
+    counts = report.summary(checked)
+    text = [
+        "# Table 3, rerun at CPU scale",
+        "",
+        f"Corpus: {label}. {report.provenance(records)}.",
+        "Each variation: the paper's line (newstest2013, 100K steps), then ours: the mean over "
+        "seeds and [min, max]. BLEU is sacreBLEU (13a, cased) with beam 4 and alpha 0.6, the "
+        "last checkpoint alone; p is the largest paired-bootstrap p-value against the base run "
+        "of the same seed (1000 resamples).",
+        "",
+        report.table(records, pvalues),
+        "",
+        "## The paper's findings, checked",
+        "",
+        "The noise is the larger range (max - min over seeds) of the two sides; a difference "
+        "within it is never called a trend.",
+        "",
+        report.findings_table(checked),
+        "",
+        "Per row group: "
+        + "; ".join(
+            f"{row}: " + ", ".join(f"{n} {v}" for v, n in sorted(c.items()))
+            for row, c in counts.items()
+        )
+        + ".",
+        "",
+        "## Training cost beside Table 2",
+        "",
+        report.cost_table(records),
+        "",
+        *[f"![row {p.stem[-1]}](plots/{p.name})" for p in plots],
+        "",
+    ]
+    path = out / "report.md"
+    markdown = "\n".join(text)
+    for target, content in ((path, markdown), (out / "report.html", html.render(markdown, out))):
+        tmp = target.with_suffix(".tmp")
+        tmp.write_text(content, encoding="utf-8")
+        os.replace(tmp, target)
+    return path
+
+
+def run_table3(
+    out: Path,
+    *,
+    rows: Sequence[str] = ROWS,
+    steps: int = 1000,
+    seeds: int = 2,
+    base_seeds: int | None = None,
+    source: str = "auto",
+    multi30k_dir: str | Path | None = None,
+    multi30k_url: str | None = None,
+    say: Callable[[str], None] = log.info,
+) -> Path:
+    """Train and score every run of ``rows`` not yet in OUT/results.jsonl; OUT/report.md.
+
+    The base row gets ``base_seeds`` seeds (default ``seeds`` + 1), every variation of ``rows``
+    ``seeds`` seeds, each ``steps`` updates (``Protocol``). ``source`` is "auto" (Multi30k, from
+    ``multi30k_dir`` or downloaded, from ``multi30k_url`` if given; else the packaged corpus,
+    labelled), "multi30k" or "packaged". What it does is told line by line to ``say``.
+    """
+    import torch
+
+    from aiayn.flops import matmul_peak
+    from aiayn.table3.report import bleu_tokenizer_of
+    from aiayn.table3.results import (
+        Protocol,
+        append_result,
+        check_directory,
+        check_protocol,
+        run_id,
+    )
+    from aiayn.table3.rows import VARIATIONS, quantities, scale_variation, variations
+
+    base_seeds = base_seeds or seeds + 1
+    todo = [(VARIATIONS[0], s) for s in range(1, base_seeds + 1)]
+    chosen = variations(tuple(rows))
+    todo += [(v, s) for s in range(1, seeds + 1) for v in chosen]
+    protocol = Protocol(steps=steps)
+    records = check_directory(out, protocol)  # before anything is run or written
+    reused = _reused(source, out / "data", protocol.vocab_size)
+    say(
+        f"Table 3 at CPU scale: rows {','.join(rows)}, {len(todo)} runs of {steps:,} "
+        f"updates of {protocol.max_tokens:,} tokens, in {out}"
+    )
+    say(_plan_table([VARIATIONS[0], *chosen], protocol))
+    out.mkdir(parents=True, exist_ok=True)
+    data, corpus = _prepare(
+        source, multi30k_dir, multi30k_url, out, protocol.vocab_size, reused, say
+    )
+    protocol = dataclasses.replace(protocol, corpus=corpus, tokenizer_sha256=_sha256(data))
+    check_protocol(out, protocol)
+    if corpus != "multi30k":
+        say("corpus: the packaged corpus (a FALLBACK: Multi30k could not be had)")
+    done = {r["run"] for r in records}
+    refs = _refs(data, out)
+    peak = matmul_peak() / 1e9
+    commit = _commit()
+    for i, (v, seed) in enumerate(todo, 1):
+        rid = run_id(v.name, seed)
+        if rid in done:
+            say(f"[{i}/{len(todo)}] {rid}: done before, kept")
+            continue
+        cfg, train = scale_variation(v, _small(protocol))
+        run_dir = out / "runs" / rid
+        at = _trained(run_dir)["step"]
+        resumed = f" (resumed at step {at:,})" if at else ""
+        say(f"[{i}/{len(todo)}] {rid}: training {protocol.steps:,} steps{resumed}")
+        started = time.monotonic()
+        _train(run_dir, data, _flags(cfg, train), protocol, seed, out / "logs" / f"{rid}.log")
+        trained = _trained(run_dir)
+        scored_at = time.monotonic()
+        dev = _score(run_dir, data, out, rid, protocol)
+        cfg = dataclasses.replace(cfg, vocab_size=_vocab(data))
+        record = {
+            "run": rid,
+            "name": v.name,
+            "row": v.row,
+            "seed": seed,
+            "steps": trained["step"],
+            "corpus": corpus,
+            "model": dataclasses.asdict(cfg),
+            "train_overrides": train,
+            "protocol": dataclasses.asdict(protocol),
+            "values": quantities(cfg, train),
+            "params": _parameters(cfg),
+            "train_flops": _train_flops(data, cfg, protocol, seed),
+            "dev_ppl": dev["perplexity"]["value"],
+            "dev_bleu": dev["sacrebleu"]["score"],
+            "bleu_signature": dev["sacrebleu"]["signature"],
+            "dev_chrf": dev["chrf"]["score"],  # characters: comparable for any target language
+            "hyps": f"hyps/{rid}.txt",
+            "refs": refs,
+            "train_minutes": trained["elapsed_s"] / 60,
+            "score_minutes": (time.monotonic() - scored_at) / 60,
+            "this_invocation_minutes": (time.monotonic() - started) / 60,
+            "commit": commit,
+            "matmul_peak_gflops": round(peak, 1),
+            "threads": torch.get_num_threads(),
+            "torch": torch.__version__,
+            "cpu_count": os.cpu_count(),
+            "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+        append_result(out, record)
+        say(
+            f"    dev PPL {record['dev_ppl']:.2f}, sacreBLEU {record['dev_bleu']:.2f} "
+            f"({bleu_tokenizer_of(record)}), chrF2 {record['dev_chrf']:.2f}, "
+            f"{record['params']:,} parameters, {record['train_minutes']:.1f} min training"
+        )
+    return write_report(out)
+
+
+def _sha256(data: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256((data / "tokenizer.json").read_bytes()).hexdigest()
+
+
+def _vocab(data: Path) -> int:
+    from aiayn.data import load_prepared
+
+    return load_prepared(data).tokenizer.vocab_size
+
+
+def _parameters(cfg: Any) -> int:
+    import torch
+
+    from aiayn.model import Transformer
+
+    with torch.device("meta"):
+        return Transformer(cfg).num_parameters()
