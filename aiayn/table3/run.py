@@ -222,13 +222,13 @@ def _score(run: Path, data: Path, out: Path, rid: str, protocol: Any) -> dict:
 
 def _refs(data: Path, out: Path) -> str:
     """Copy the dev references next to the translations once; their path relative to OUT."""
-    from aiayn.data import load_prepared
+    from aiayn.data import layout, load_prepared
 
     lang = load_prepared(data).manifest["tgt_lang"]
     refs = out / "hyps" / "refs.txt"
     if not refs.is_file():
         refs.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(data / "text" / f"valid.{lang}", refs)
+        shutil.copyfile(layout.text_path(data, "valid", lang), refs)
     return str(refs.relative_to(out))
 
 
@@ -446,7 +446,9 @@ def run_table3(
 def _sha256(data: Path) -> str:
     import hashlib
 
-    return hashlib.sha256((data / "tokenizer.json").read_bytes()).hexdigest()
+    from aiayn.data import layout
+
+    return hashlib.sha256(layout.tokenizer_path(data).read_bytes()).hexdigest()
 
 
 def _vocab(data: Path) -> int:
