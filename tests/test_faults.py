@@ -352,7 +352,7 @@ def test_a_second_training_on_a_run_is_refused_and_a_dead_ones_lock_taken_over(
 
 def ckpt_session_start(run: Path) -> None:
     from aiayn.train.distributed import World
-    from aiayn.train.runtime import Session
+    from aiayn.train.session import Session
 
     model_cfg, cfg, data = faults.setup()
     from aiayn.model import Transformer

@@ -2,9 +2,10 @@
 
 ``schedule`` holds Eq. (3) and Adam, ``loop`` the training loop (the label-smoothed loss it
 minimises is ``aiayn.loss``), ``configure`` what a run is merged from and checked against
-before its first step (the settings, its config.json, the data's tokenizer), ``runtime`` what
-runs around the loop (``Runtime``: device, kernels, bf16, compile; the ``Session`` that writes
-checkpoints and metrics and decides when to stop; the batch stream; signals),
+before its first step (the settings, its config.json, the data's tokenizer), ``runtime`` how
+the loop runs (``Runtime``: device, kernels, bf16, compile; DDP), ``batches`` what it reads
+(``TrainData``, the batch stream), ``session`` the run it writes (the ``Session`` that writes
+checkpoints and metrics and decides when to stop), ``signals`` Ctrl-C and SIGTERM,
 ``checkpoints`` writing and resuming checkpoints (their layout: ``aiayn.run_dir``),
 ``averaging`` checkpoint averaging (6.1), ``distributed`` the torchrun process group,
 ``metrics`` the JSON-lines log and its plots, ``bleu`` the validation BLEU.
@@ -13,6 +14,7 @@ checkpoints and metrics and decides when to stop; the batch stream; signals),
 from aiayn.loss import label_smoothed_loss, smoothed_entropy, token_accuracy
 from aiayn.run_dir import latest_checkpoint, list_checkpoints
 from aiayn.train.averaging import average_checkpoints, average_to_file, resolve_model_files
+from aiayn.train.batches import TrainData
 from aiayn.train.checkpoints import Progress
 from aiayn.train.configure import (
     RunConfig,
@@ -24,7 +26,7 @@ from aiayn.train.configure import (
 )
 from aiayn.train.loop import TrainResult, train, train_step, validate
 from aiayn.train.metrics import plot_metrics, read_metrics
-from aiayn.train.runtime import Runtime, TrainData, TrainingDiverged
+from aiayn.train.runtime import Runtime
 from aiayn.train.schedule import (
     SCHEDULES,
     learning_rate,
@@ -33,6 +35,7 @@ from aiayn.train.schedule import (
     noam_lr,
     schedule_preset,
 )
+from aiayn.train.session import TrainingDiverged
 
 __all__ = [
     "SCHEDULES",

@@ -33,8 +33,8 @@ from aiayn.config import (
 )
 from aiayn.errors import UserError
 from aiayn.run_dir import CONFIG_FILE, MODEL_FILE, latest_checkpoint
+from aiayn.train.batches import TrainData
 from aiayn.train.checkpoints import check_trainer_state
-from aiayn.train.runtime import TrainData
 from aiayn.train.schedule import schedule_preset
 
 

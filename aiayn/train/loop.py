@@ -4,10 +4,11 @@ One step = ``update_freq`` token-budget batches on each of W processes. The labe
 of every batch is summed and divided by the target tokens of the whole step on all processes,
 so the step follows the gradient of the per-token loss over all W * update_freq batches (5.1:
 "approximately 25000 source tokens and 25000 target tokens" a step), whatever W and
-update_freq are. Then Adam at the rate of Eq. (3) (5.3). ``train`` reads top to bottom;
-``runtime`` holds what runs around it (devices and kernels, run directory, clocks, signals) and
-``configure`` what is checked before it starts (the run, its config.json, the tokenizer, the
-trainer state).
+update_freq are. Then Adam at the rate of Eq. (3) (5.3). ``train`` reads top to bottom; around
+it, ``runtime`` is how it runs (device, kernels, bf16, compile, DDP), ``batches`` what it reads,
+``session`` the run directory it writes (checkpoints, metrics, when to stop), ``signals`` Ctrl-C,
+and ``configure`` what is checked before it starts (the run, its config.json, the tokenizer,
+the trainer state).
 """
 
 from __future__ import annotations
@@ -28,21 +29,15 @@ from aiayn.data import Batch, Split, batch_from_indices, token_batches
 from aiayn.kernels import kernel_ops
 from aiayn.loss import label_smoothed_loss, perplexity, token_accuracy
 from aiayn.model import Transformer
+from aiayn.train.batches import BatchStream, TrainData
 from aiayn.train.bleu import BleuScorer, valid_bleu
 from aiayn.train.checkpoints import Progress
 from aiayn.train.configure import check_run
 from aiayn.train.distributed import World, all_reduce_sum, setup
-from aiayn.train.runtime import (
-    BatchStream,
-    Runtime,
-    Session,
-    TrainData,
-    gradient_norm,
-    seed_everything,
-    stop_on_signals,
-    wrap,
-)
+from aiayn.train.runtime import Runtime, seed_everything, wrap
 from aiayn.train.schedule import learning_rate, make_optimizer, set_lr
+from aiayn.train.session import Session
+from aiayn.train.signals import stop_on_signals
 
 Autocast = Callable[[], contextlib.AbstractContextManager]
 VALID_CHUNK = 4096  # target tokens whose (C, V) logits validation holds at once
@@ -170,6 +165,16 @@ def batch_loss(net: torch.nn.Module, batch: Batch, eps: float) -> tuple[Tensor, 
     """
     smoothed, nll, _ = net(batch.src, batch.tgt_in, target=batch.tgt_out, label_smoothing=eps)
     return smoothed, nll
+
+
+def gradient_norm(model: Transformer, clip_norm: float) -> float:
+    """The global L2 norm of the gradient (clipped to clip_norm when that is > 0)."""
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    if not grads:
+        return 0.0
+    if clip_norm > 0:  # EXTENSION: gradient clipping (off by default; the paper has none)
+        return float(torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm))
+    return float(torch.nn.utils.get_total_norm(grads))
 
 
 def train_step(
