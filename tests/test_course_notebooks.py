@@ -149,7 +149,8 @@ def test_every_stub_fails_with_the_checkers_guiding_message(lang: str, quick: No
     cells = [{"cell_type": "code", "execution_count": None, "id": "setup", "metadata": {},
               "outputs": [], "source": setup}]  # fmt: skip
     for name in NAMES:
-        cells += [c for c in _load(lang, name)["cells"] if c["metadata"].get("exercise")]
+        cells += [{**c, "id": f"{name[:2]}-{c['id']}"} for c in _load(lang, name)["cells"]
+                  if c["metadata"].get("exercise")]  # fmt: skip
     nb = build.execute({**_load(lang, NAMES[0]), "cells": cells}, lang, timeout=120)
     assert _errors(nb) == []
     todo = TEXTS[lang]["todo"].split("{name}")[1].split("`")[0]  # " is not written yet: ..."
