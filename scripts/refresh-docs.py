@@ -1,12 +1,14 @@
 """Write the generated blocks of the docs from the committed results files, or check them.
 
-    .venv/bin/python scripts/refresh-docs.py           # rewrite every block
-    aiayn table3 --report-only --out benchmarks/results/table3   # Table 3's report first, if
+    .venv/bin/python scripts/refresh-docs.py           # Table 3's report and plots, every block
+    .venv/bin/python scripts/refresh-docs.py --blocks  # the blocks alone (Table 3's report kept)
 
 The blocks: the results table of README.md and README.zh-CN.md (a row per recipe quoted: task,
 budget, machine, result, command, results file; from recipes/results/, the shipped en-zh's
 results and its experiment's final) and the results sections of docs/table3.md and
-docs/zh/table3.md (from benchmarks/results/table3). Each sits between
+docs/zh/table3.md (from benchmarks/results/table3, after its report.md, report.html and plots
+have been rewritten from its results.jsonl, as `aiayn table3 --report-only` does). Each sits
+between
 `<!-- generated: scripts/refresh-docs.py NAME -->` and `<!-- /generated -->`;
 tests/test_readme.py regenerates them and compares.
 """
@@ -19,6 +21,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+TABLE3 = ROOT / "benchmarks" / "results" / "table3"
 RESULTS = ROOT / "recipes" / "results"
 BEGIN, END = "<!-- generated: scripts/refresh-docs.py {} -->", "<!-- /generated -->"
 EN_ZH = ROOT / "aiayn" / "pretrained" / "en-zh.results.json"
@@ -192,12 +195,11 @@ def blocks() -> dict[Path, dict[str, str]]:
     """Every generated block: {file: {name: text}}."""
     from aiayn.table3.report import docs_results
 
-    table3 = ROOT / "benchmarks" / "results" / "table3"
     return {
         ROOT / "README.md": {"results": results_table("en")},
         ROOT / "README.zh-CN.md": {"results": results_table("zh")},
-        ROOT / "docs" / "table3.md": {"table3": docs_results(table3, "en")},
-        ROOT / "docs" / "zh" / "table3.md": {"table3": docs_results(table3, "zh")},
+        ROOT / "docs" / "table3.md": {"table3": docs_results(TABLE3, "en")},
+        ROOT / "docs" / "zh" / "table3.md": {"table3": docs_results(TABLE3, "zh")},
     }
 
 
@@ -208,7 +210,11 @@ def block(text: str, name: str) -> str:
     return text[start : text.index(END, start)]
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
+    if "--blocks" not in argv:  # Table 3's report, HTML page and plots from its results
+        from aiayn.table3.run import write_report
+
+        write_report(TABLE3)
     for doc, wanted in blocks().items():
         text = doc.read_text(encoding="utf-8")
         for name, body in wanted.items():
@@ -220,4 +226,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -11,7 +11,7 @@ from bad_inputs_table3 import line, record, write_dir
 from aiayn.cli import main as aiayn
 from aiayn.config import PRESETS
 from aiayn.errors import UserError
-from aiayn.table3 import report
+from aiayn.table3 import report, stats
 from aiayn.table3.results import (
     RECORD,
     Protocol,
@@ -77,24 +77,24 @@ def test_a_base_whose_sizes_do_not_divide_is_refused() -> None:
 @pytest.mark.parametrize(
     ("subject", "ref", "expect", "want"),
     [
-        ([5.0, 5.2], [4.0, 4.1], "higher", report.HOLDS),  # 1.05 apart, noise 0.2
-        ([4.0, 4.1], [5.0, 5.2], "higher", report.FAILS),  # the other way, beyond the noise
-        ([4.5, 5.5], [4.6, 4.8], "higher", report.NOISE),  # 0.3 apart, but the seeds span 1.0
-        ([4.5, 5.5], [4.6, 4.8], "lower", report.NOISE),
-        ([4.0, 4.1], [5.0, 5.2], "lower", report.HOLDS),
-        ([4.9, 5.0], [4.5, 5.4], "same", report.HOLDS),  # within the spread: about equal
-        ([6.0, 6.1], [4.5, 4.6], "same", report.FAILS),
-        ([5.0], [4.0, 4.1], "higher", report.FEW),  # one seed: no spread, no verdict
+        ([5.0, 5.2], [4.0, 4.1], "higher", stats.HOLDS),  # 1.05 apart, noise 0.2
+        ([4.0, 4.1], [5.0, 5.2], "higher", stats.FAILS),  # the other way, beyond the noise
+        ([4.5, 5.5], [4.6, 4.8], "higher", stats.NOISE),  # 0.3 apart, but the seeds span 1.0
+        ([4.5, 5.5], [4.6, 4.8], "lower", stats.NOISE),
+        ([4.0, 4.1], [5.0, 5.2], "lower", stats.HOLDS),
+        ([4.9, 5.0], [4.5, 5.4], "same", stats.HOLDS),  # within the spread: about equal
+        ([6.0, 6.1], [4.5, 4.6], "same", stats.FAILS),
+        ([5.0], [4.0, 4.1], "higher", stats.FEW),  # one seed: no spread, no verdict
     ],
 )
 def test_verdict_never_calls_a_difference_within_the_seeds_spread_a_trend(
     subject, ref, expect, want
 ) -> None:
-    assert report.verdict(subject, ref, expect)[0] == want
+    assert stats.range_verdict(subject, ref, expect)[0] == want
 
 
 def test_verdict_reports_the_difference_and_the_larger_range() -> None:
-    _, delta, noise = report.verdict([5.0, 5.4], [4.0, 4.1], "higher")
+    _, delta, noise = stats.range_verdict([5.0, 5.4], [4.0, 4.1], "higher")
     assert delta == pytest.approx(1.15)
     assert noise == pytest.approx(0.4)
 
@@ -109,7 +109,8 @@ def test_findings_against_the_best_of_a_group() -> None:
     recs += [_record("A-h32", s, p) for s, p in ((1, 4.6), (2, 4.7))]  # worse than h16, not base
     checked = {c["finding"].subject: c for c in report.check_findings(recs)}
     assert checked["A-h32"]["ref"] == "A-h16"
-    assert checked["A-h32"]["verdict"] == report.HOLDS
+    assert checked["A-h32"]["old"] == stats.HOLDS
+    assert checked["A-h32"]["verdict"] == stats.HOLDS  # +15.0% and +14.6%: a narrow interval
     assert "A-h1" not in checked  # no results: no verdict
 
 

@@ -185,3 +185,21 @@ def test_the_committed_report_holds_todays_tables_of_the_committed_results() -> 
     plots = sorted(p.name for p in (COMMITTED / "plots").glob("*.png"))
     assert plots == [f"table3-{g}.png" for g in "ABCDE"]
     assert all(f"](plots/{name})" in md for name in plots)
+
+
+@pytest.mark.parametrize(
+    ("doc", "heading"),
+    [("docs/table3.md", "## What the rerun says"), ("docs/zh/table3.md", "## 重跑说明了什么")],
+)
+def test_every_figure_the_docs_read_from_the_tables_is_in_them(doc, heading) -> None:
+    """The prose under the heading quotes only figures of the generated block (the paired
+    changes, intervals, BLEU), so a rerun that moves them fails here until the prose follows."""
+    text = (COMMITTED.parents[2] / doc).read_text(encoding="utf-8")
+    start = text.index("<!-- generated: scripts/refresh-docs.py table3 -->")
+    block = text[start : text.index("<!-- /generated -->", start)]
+    prose = text[text.index(heading) :]
+    figures = re.findall(r"[+-]?\d+\.\d+%?", prose)
+    assert len(figures) >= 20
+    t_2_pairs = f"{t_quantile(0.975, 1):.2f}"
+    missing = [f for f in figures if f not in block and f != t_2_pairs and f != "11.3"]
+    assert missing == []  # 11.3: the zh page's "1/113,000" (11.3 万分之一), the cost table's
