@@ -211,41 +211,46 @@ class BeamStep:
     finished_total: int
 
 
-def _record_step(
-    record: list[list[BeamStep]],
-    t: int,
-    K: int,
-    alpha: float,
-    penalty: LengthPenalty,
-    prefix: Tensor,
-    logprob: Tensor,
-    active: Tensor,
-    parent: Tensor,
-    token: Tensor,
-    top: Tensor,
-    take: Tensor,
-    ended: Tensor,
-    live: Tensor,
-    settled: Tensor,
-    best_live: Tensor,
-    bound: Tensor,
-    fin_scores: Tensor,
-    n_fin: Tensor,
-    limit: Tensor,
-    sent: Tensor,
-    nbest: int,
-) -> None:
+@dataclass(frozen=True, kw_only=True)
+class _StepView:
+    """What ``beam_search`` knows after one step's decisions: the tensors ``_record_step`` reads.
+
+    N rows were live before the step, in A active sentences of B; K candidates each.
+    """
+
+    t: int  # |Y| of a hypothesis that ends at this step
+    alpha: float
+    penalty: LengthPenalty
+    nbest: int
+    prefix: Tensor  # (N, t): the live rows before the step, BOS first
+    logprob: Tensor  # (N,)
+    sent: Tensor  # (N,): the sentence of each row
+    active: Tensor  # (A,): the sentences searched in this step
+    parent: Tensor  # (A, K): the row each candidate extends
+    token: Tensor  # (A, K)
+    top: Tensor  # (A, K): the candidates' log-probabilities, best first
+    ended: Tensor  # (A, K): taken and ended with EOS
+    live: Tensor  # (A, K): taken and still open (before the stop below)
+    settled: Tensor  # (A,): stopped by the bound here
+    best_live: Tensor  # (A,)
+    bound: Tensor  # (A,)
+    fin_scores: Tensor  # (B, K): the finished scores so far, best first
+    n_fin: Tensor  # (B,)
+    limit: Tensor  # (B,): max_len
+
+
+def _record_step(record: list[list[BeamStep]], v: _StepView) -> None:
     """Append each active sentence's BeamStep (called only when beam_search records)."""
-    lp = float(length_penalty(t, alpha, penalty))
-    rows_of = sent.tolist()  # (N,): the sentence of each row of prefix
-    prefixes, logprobs = prefix[:, 1:].tolist(), logprob.tolist()
-    tops, parents, tokens = top.tolist(), parent.tolist(), token.tolist()  # (A, K) each
-    ends, lives, settle = ended.tolist(), live.tolist(), settled.tolist()
-    best, bounds, fins, n_fins = best_live.tolist(), bound.tolist(), fin_scores.tolist(), n_fin
-    for a, s in enumerate(active.tolist()):
+    lp = float(length_penalty(v.t, v.alpha, v.penalty))
+    rows_of = v.sent.tolist()  # (N,): the sentence of each row of prefix
+    prefixes, logprobs = v.prefix[:, 1:].tolist(), v.logprob.tolist()
+    tops, parents, tokens = v.top.tolist(), v.parent.tolist(), v.token.tolist()  # (A, K) each
+    ends, lives, settle = v.ended.tolist(), v.live.tolist(), v.settled.tolist()
+    best, bounds, fins = v.best_live.tolist(), v.bound.tolist(), v.fin_scores.tolist()
+    for a, s in enumerate(v.active.tolist()):
         rows = [n for n, r in enumerate(rows_of) if r == s]
         candidates, used = [], set()
-        for k in range(K):
+        for k in range(v.top.shape[1]):
             lpr = tops[a][k]
             if not math.isfinite(lpr):
                 continue
@@ -262,17 +267,17 @@ def _record_step(
                 {"parent": p, "token": tokens[a][k], "tokens": [*prefixes[parents[a][k]],
                  tokens[a][k]], "logprob": lpr, "lp": lp, "score": lpr / lp, "status": status}
             )  # fmt: skip
-        done = int(n_fins[s])
+        done = int(v.n_fin[s])
         record[s].append(
             BeamStep(
-                t=t,
-                max_len=int(limit[s]),
+                t=v.t,
+                max_len=int(v.limit[s]),
                 live_before=[(prefixes[n], logprobs[n]) for n in rows],
                 candidates=candidates,
                 dropped=[p for p in range(len(rows)) if p not in used],
                 best_live=best[a],
                 bound=bounds[a],
-                threshold=fins[s][nbest - 1] if done >= nbest else -math.inf,
+                threshold=fins[s][v.nbest - 1] if done >= v.nbest else -math.inf,
                 stop=settle[a] and any(lives[a]),
                 finished_total=done,
             )
@@ -371,9 +376,13 @@ def beam_search(
         bound = best_possible_score(best_live, limit[active], alpha, penalty)  # (A,)
         settled = (n_fin[active] >= nbest) & (bound <= fin_scores[active, nbest - 1])  # (A,)
         if record is not None:
-            _record_step(record, t, K, alpha, penalty, prefix, logprob, active, parent, token, top,
-                         take, ended, live, settled, best_live, bound, fin_scores, n_fin, limit,
-                         sent, nbest)  # fmt: skip
+            view = _StepView(
+                t=t, alpha=alpha, penalty=penalty, nbest=nbest, prefix=prefix, logprob=logprob,
+                sent=sent, active=active, parent=parent, token=token, top=top, ended=ended,
+                live=live, settled=settled, best_live=best_live, bound=bound,
+                fin_scores=fin_scores, n_fin=n_fin, limit=limit,
+            )  # fmt: skip
+            _record_step(record, view)
         live &= ~settled[:, None]
 
         a_i, r_i = live.nonzero(as_tuple=True)  # (N',), (N',): sorted by sentence, then rank
