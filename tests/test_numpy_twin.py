@@ -275,3 +275,25 @@ def test_softmax_backward_is_its_jacobian(scores: list[float], upstream: list[fl
 def test_twin_refuses_options_outside_the_paper() -> None:
     with pytest.raises(ValueError, match="norm_first"):
         ref.check_config(ModelConfig(vocab_size=5, d_model=4, n_heads=2, norm_first=True))
+
+
+def test_the_old_name_warns_and_names_its_removal_version(monkeypatch) -> None:
+    """aiayn.reference (the twin's name in 0.1.0) still imports, with a DeprecationWarning
+    naming the version that removes it; once aiayn reaches that version this test fails, and
+    the alias goes (CHANGELOG.md says so)."""
+    import importlib
+    import sys
+
+    import aiayn
+
+    monkeypatch.delitem(sys.modules, "aiayn.reference", raising=False)
+    with pytest.warns(DeprecationWarning, match=r"aiayn 0\.3\.0 removes the old name") as seen:
+        old = importlib.import_module("aiayn.reference")
+    assert old.REMOVED_IN in str(seen[0].message)
+    assert old.__all__ == ref.__all__
+    assert old.backward is ref.backward  # the same functions
+
+    def version(v: str) -> tuple[int, ...]:
+        return tuple(int(x) for x in v.split(".")[:3])
+
+    assert version(aiayn.__version__) < version(old.REMOVED_IN)
