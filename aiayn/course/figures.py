@@ -21,10 +21,18 @@ def use_cjk_font() -> str | None:
     from matplotlib import font_manager
 
     installed = {f.name for f in font_manager.fontManager.ttflist}
+    if not installed & set(CJK_FONTS):  # installed after matplotlib built its font cache
+        for path in font_manager.findSystemFonts():
+            try:
+                family = font_manager.get_font(path).family_name
+            except (OSError, RuntimeError):  # a file FreeType cannot read
+                continue
+            if family in CJK_FONTS:
+                font_manager.fontManager.addfont(path)
+                installed.add(family)
     for name in CJK_FONTS:
         if name in installed:
-            matplotlib.rcParams["font.sans-serif"] = ["DejaVu Sans", name]
-            matplotlib.rcParams["font.family"] = "sans-serif"
+            matplotlib.rcParams["font.family"] = ["DejaVu Sans", name]  # per glyph, in order
             return name
     return None
 
