@@ -106,10 +106,11 @@ def beam_step(logprob, logp, t, alpha):
 check("beam_step", beam_step)
 # %% [markdown en]
 # aiayn's beam search can record every step it takes. Here are the first steps of "I love
-# you." with beam 4: each candidate, its parent, $\log P$, and what became of it.
+# you." with beam 4: each candidate, its parent, $\log P$, its score once it is finished, and
+# what became of it.
 # %% [markdown zh]
 # aiayn 的束搜索可以把每一步都记录下来。下面是 "I love you." 在束宽 4 下的前几步：
-# 每个候选、它的父假设、$\log P$，以及它的去向。
+# 每个候选、它的父假设、$\log P$、结束后的得分，以及它的去向。
 # %%
 steps = []
 (hyp,) = beam4.translate_ids(beam4.encode(["I love you."]), record=steps)[0][:1]
@@ -117,10 +118,9 @@ for step in steps[0][:3]:
     print(f"|Y| = {step.t}:  bound {step.bound:.3f}, finished so far {step.finished_total}")
     for c in step.candidates:
         words = "".join(tok.tokens(c["tokens"]))
-        print(
-            f"    {words:12s} parent {c['parent']}  log P {c['logprob']:7.3f}  "
-            f"score {c['score']:7.3f}  {c['status']}"
-        )
+        score = f"{c['score']:7.3f}" if c["status"] == "finished" else "      -"  # live: log P
+        print(f"    {words:12s} parent {c['parent']}  log P {c['logprob']:7.3f}  "
+              f"score {score}  {c['status']}")  # fmt: skip
 print("beam 4 ->", tok.decode(hyp.tokens), f"(score {hyp.score:.3f})")
 
 
