@@ -2,6 +2,9 @@
 
 ``rows`` scales each variation of Table 3 around a small base in the paper's proportions;
 ``results`` holds the protocol every run of a results directory shares and the JSONL of
-finished runs; ``report`` sets the paper's figures beside ours, checks the paper's findings
-against the seeds' spread and draws one plot per row group. ``aiayn table3`` runs it all.
+finished runs; ``stats`` pairs the runs by seed and reads a verdict from the 95% interval of
+their differences; ``findings`` checks the paper's findings with it (the old range rule
+beside it); ``plots`` draws one plot per row group, ``curves`` the learning curves and the
+equal-compute view of row C; ``report`` sets the paper's figures beside ours; ``run`` trains,
+scores and reports (``aiayn table3``).
 """
