@@ -19,7 +19,7 @@ $(BIN)/python:
 
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install --quiet $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)) $(TORCH)
-	$(BIN)/pip install --quiet -e '.[dev,explore,serve,hf]'
+	$(BIN)/pip install --quiet -e '.[dev,explore,serve,hf,plot,numbers,html]'
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -53,6 +53,10 @@ VERBS = [
     ("sentencepiece", ["export", "--checkpoint", "{ckpt}", "--format", "hf", "--out", "{tmp}/o"]),
     ("transformers", ["import-hf", "--model", "{tmp}", "--out", "{tmp}/o/m.safetensors"]),
     ("sentencepiece", ["import-hf", "--model", "{tmp}", "--out", "{tmp}/o/m.safetensors"]),
+    ("matplotlib", ["plot", "{tmp}", "--out", "{tmp}/o"]),
+    ("matplotlib", ["translate", "--checkpoint", "{ckpt}", "--attention", "{tmp}/o"]),
+    ("num2words", ["prepare", "--source", "numbers", "--lang-pair", "en-de", "--out", "{tmp}/o"]),
+    ("latex2mathml", ["walkthrough", "--html", "{tmp}/o/w.html"]),
 ]  # fmt: skip
 
 
@@ -114,3 +118,27 @@ def test_require_returns_the_module_or_a_user_error(monkeypatch) -> None:
     with pytest.raises(UserError, match=r"^onnx is not installed; .*'aiayn\[serve\]'$"):
         export.require("onnx")  # the library's engines name their extra themselves
     assert EXTRAS["onnx"] == export.EXTRA
+
+
+def test_the_core_imports_without_the_plot_numbers_and_html_extras() -> None:
+    """matplotlib, num2words and latex2mathml are extras because nothing imports them at a
+    module's top: every module of aiayn (every verb with them) imports while they are hidden.
+    (In a fresh interpreter: this one has imported them already.)"""
+    import subprocess
+
+    hidden = [m for m, extra in EXTRAS.items() if extra in ("plot", "numbers", "html")]
+    script = f"""
+import importlib, pkgutil, sys
+for name in {hidden!r}:
+    sys.modules[name] = None
+import aiayn
+from aiayn.cli import build_parser
+build_parser()
+for info in pkgutil.walk_packages(aiayn.__path__, "aiayn."):
+    if info.name not in ("aiayn.__main__", "aiayn.reference"):
+        importlib.import_module(info.name)
+print(len(sys.modules))
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert sorted(hidden) == ["latex2mathml", "matplotlib", "num2words"]

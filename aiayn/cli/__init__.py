@@ -34,6 +34,9 @@ EXTRAS = {
     "onnxruntime": "serve",
     "transformers": "hf",  # aiayn export --format hf, import-hf (aiayn.export.hf.EXTRA)
     "sentencepiece": "hf",  # the same, and the tokenizer of an imported Marian model
+    "matplotlib": "plot",  # aiayn plot, translate --attention, table3's figures
+    "num2words": "numbers",  # aiayn prepare --source numbers
+    "latex2mathml": "html",  # aiayn walkthrough --html (its formulas as MathML)
 }
 
 

@@ -23,10 +23,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from aiayn.errors import UserError
+    from aiayn.errors import UserError, require
     from aiayn.run_dir import METRICS_FILE
     from aiayn.train.metrics import plot_metrics
 
+    require("matplotlib", "plot")
     if args.out is not None and Path(args.out).exists() and not Path(args.out).is_dir():
         raise UserError(f"--out {args.out}: exists and is not a directory")
     written = plot_metrics(args.run, args.out)

@@ -193,7 +193,7 @@ def open_corpus(args: argparse.Namespace, langs: tuple[str, str], cache: Path):
     """The Corpus that --source and its flags name."""
     from aiayn.data.corpora import simple
     from aiayn.data.corpora.download import check_url
-    from aiayn.errors import UserError
+    from aiayn.errors import UserError, require
 
     src, tgt = langs
     other = tgt if src == "en" else src
@@ -247,6 +247,7 @@ def open_corpus(args: argparse.Namespace, langs: tuple[str, str], cache: Path):
     if args.source == "numbers":
         if "en" not in langs:
             raise UserError("--source numbers: --lang-pair en-de, en-fr, de-en or fr-en")
+        require("num2words", "numbers")
         return simple.numbers_corpus(other, n, seed=args.seed)
     if args.source in ("copy", "reverse"):
         return simple.synthetic_corpus(args.source, n, seed=args.seed)

@@ -48,7 +48,7 @@ from aiayn.cli.common import (
     threads,
 )
 from aiayn.config import DecodeConfig
-from aiayn.errors import UserError
+from aiayn.errors import UserError, require
 
 CHUNK = 2000  # lines translated together when reading a file or a pipe
 SKIPPED_EXIT = 3  # exit status when a line was over --max-input-tokens (its output is empty)
@@ -223,6 +223,8 @@ def run(args: argparse.Namespace) -> int:
     require_engine(args)
     if args.attention is not None and args.engine != "torch":
         raise UserError("--attention needs --engine torch (the heatmaps come from aiayn's model)")
+    if args.attention is not None:
+        require("matplotlib", "plot")
     output_file(args.output, "--output")
     output_dir(args.attention, "--attention")
     translator = translator_from_args(args)

@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from aiayn.cli.common import config_from_args, flag_values, output_file
-    from aiayn.errors import UserError
+    from aiayn.errors import UserError, require
     from aiayn.storage import atomic_write
     from aiayn.walkthrough import (
         NOTE_SENTENCE,
@@ -107,6 +107,8 @@ def run(args: argparse.Namespace) -> int:
         render_text,
     )
 
+    if args.html is not None:
+        require("latex2mathml", "html")
     output_file(args.html, "--html")
     shown = {"rows": args.rows, "cols": args.cols, "heads": args.heads}
     shown = {k: v for k, v in shown.items() if v is not None}
