@@ -82,8 +82,10 @@ class _TimeUp(BaseException):
 
 @contextlib.contextmanager
 def time_limit(seconds: float) -> Iterator[None]:
-    """Interrupt the block with _TimeUp after ``seconds`` (main thread only, else no limit)."""
-    if threading.current_thread() is not threading.main_thread() or seconds <= 0:
+    """Interrupt the block with _TimeUp after ``seconds`` (main thread only, else no limit;
+    no limit either where there is no SIGALRM, as on Windows)."""
+    main = threading.current_thread() is threading.main_thread()
+    if not main or seconds <= 0 or not hasattr(signal, "setitimer"):
         yield
         return
 
