@@ -165,6 +165,10 @@ def test_the_changes_against_the_base_and_their_signs() -> None:
     ours = next(line for line in lines if line.startswith("| C-n2 | ours"))
     assert "| +10.0% | +0.0% |" in ours
     assert "PPL in 1 of 1" in lines[-1]
+    untrained = [{**r, "dev_bleu": 0.0} for r in recs]  # a few updates: no BLEU at all
+    assert math.isnan(report.our_change(stats.by_variation(untrained), "C-n2", "bleu"))
+    ours = next(x for x in report.table(untrained).splitlines() if x.startswith("| C-n2 | ours"))
+    assert "| +10.0% |  |" in ours
 
 
 # The committed run ----------------------------------------------------------------------------

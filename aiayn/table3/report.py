@@ -115,14 +115,15 @@ def _mean(xs: Sequence[float]) -> float:
 def our_change(runs: dict[str, list[dict]], name: str, metric: str) -> float:
     """Our relative change of name against the base, over the seeds both have: for PPL the
     geometric mean of the paired ratios minus 1, for BLEU the mean paired difference over the
-    base's mean BLEU of those seeds; nan without a pair."""
+    base's mean BLEU of those seeds; nan without a pair (or with a base BLEU of 0)."""
     diffs = paired(runs, name, "base", metric)
     if not diffs:
         return math.nan
     mean = statistics.fmean(diffs.values())
     if metric == "ppl":
         return math.expm1(mean)
-    return mean / _mean([r["dev_bleu"] for r in runs["base"] if r["seed"] in diffs])
+    base = _mean([r["dev_bleu"] for r in runs["base"] if r["seed"] in diffs])
+    return mean / base if base > 0 else math.nan
 
 
 def _pct(x: float) -> str:
