@@ -34,14 +34,10 @@ meant to run across sessions: rerun the same command to continue.
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 from aiayn.cli.common import integer, threads
 from aiayn.table3.run import ROWS  # the runner's module imports nothing heavy at its top
-
-MULTI30K_DIR_ENV = "AIAYN_MULTI30K"
-MULTI30K_URL_ENV = "AIAYN_MULTI30K_URL"
 
 
 def _rows(text: str) -> tuple[str, ...]:
@@ -55,6 +51,7 @@ def _rows(text: str) -> tuple[str, ...]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from aiayn.data.corpora.multi30k import ENV, URL_ENV
     from aiayn.table3.results import Protocol
 
     p = Protocol()
@@ -101,14 +98,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--multi30k-dir",
         metavar="DIR",
-        default=os.environ.get(MULTI30K_DIR_ENV) or None,
-        help=f"a local copy of Multi30k's raw files (default ${MULTI30K_DIR_ENV})",
+        default=None,  # else $AIAYN_MULTI30K, read where Multi30k is opened
+        help=f"a local copy of Multi30k's raw files (default ${ENV})",
     )
     parser.add_argument(
         "--multi30k-url",
         metavar="URL",
         default=None,  # else $AIAYN_MULTI30K_URL, read by run() so that its errors name it
-        help=f"a mirror to download Multi30k from (default ${MULTI30K_URL_ENV})",
+        help=f"a mirror to download Multi30k from (default ${URL_ENV})",
     )
     parser.add_argument(
         "--threads",
@@ -131,11 +128,11 @@ def _say(text: str) -> None:
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from aiayn.data.corpora.download import url_from
+    from aiayn.data.corpora.multi30k import mirror
     from aiayn.table3.run import run_table3, write_report
 
     out = Path(args.out)
-    url = url_from(args.multi30k_url, "--multi30k-url", MULTI30K_URL_ENV)
+    url = mirror(args.multi30k_url)  # checked first: a bad one is one line naming its origin
     if args.report_only:
         _say(f"report: {write_report(out)}")
         return 0

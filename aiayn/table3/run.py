@@ -22,7 +22,7 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,30 +33,24 @@ log = logging.getLogger(__name__)
 ROWS = ("A", "B", "C", "D", "E")  # Table 3's row groups
 
 
-def _quiet(argv: list[str], log: Path) -> int:
-    """Run another verb with its output in log; its rc."""
-    from aiayn.cli import main
-
-    log.parent.mkdir(parents=True, exist_ok=True)
+@contextlib.contextmanager
+def _logged(log_file: Path, what: str) -> Iterator[None]:
+    """The log lines and any other output of one step go to log_file, not to the terminal."""
+    log_file.parent.mkdir(parents=True, exist_ok=True)
     handlers = [h for h in logging.getLogger().handlers if isinstance(h, logging.StreamHandler)]
     with (
-        log.open("a", encoding="utf-8") as fh,
+        log_file.open("a", encoding="utf-8") as fh,
         contextlib.redirect_stdout(fh),
         contextlib.redirect_stderr(fh),
     ):
-        fh.write(f"$ aiayn {' '.join(argv)}\n")
+        fh.write(f"$ {what}\n")
         fh.flush()
-        streams = [h.setStream(fh) for h in handlers]  # the verb's log lines go there too
+        streams = [h.setStream(fh) for h in handlers]
         try:
-            return main(argv)
+            yield
         finally:
             for h, stream in zip(handlers, streams, strict=True):
                 h.setStream(stream)
-
-
-def _last_line(log: Path) -> str:
-    lines = [x for x in log.read_text(encoding="utf-8", errors="replace").splitlines() if x.strip()]
-    return lines[-1] if lines else "(no output)"
 
 
 def _reused(source: str, data: Path, vocab: int) -> str | None:
@@ -64,6 +58,7 @@ def _reused(source: str, data: Path, vocab: int) -> str | None:
     incomplete). Another corpus than this table's is refused: another source, language pair or
     vocabulary, or a tokenizer that OUT/protocol.json does not record."""
     from aiayn.data import load_prepared
+    from aiayn.data.corpora.multi30k import fallbacks
     from aiayn.table3.results import read_protocol
 
     try:
@@ -72,7 +67,7 @@ def _reused(source: str, data: Path, vocab: int) -> str | None:
         return None
     held = manifest.get("source")
     options = manifest.get("options") if isinstance(manifest.get("options"), dict) else {}
-    wanted = ("multi30k", "packaged") if source == "auto" else (source,)
+    wanted = fallbacks(source)
     pair = f"{manifest.get('src_lang')}-{manifest.get('tgt_lang')}"
     found = read_protocol(data.parent)
     problem = ""
@@ -104,34 +99,37 @@ def _prepare(
     say: Callable[[str], None],
 ) -> tuple[Path, str]:
     """The prepared corpus in OUT/data: (directory, corpus name); reused names the corpus that
-    an earlier invocation prepared there (``_reused``), None prepares it."""
+    an earlier invocation prepared there (``_reused``), None prepares it: Multi30k if it can be
+    had, else the packaged corpus (``aiayn.data.corpora.multi30k.fallbacks``)."""
+    from aiayn.data.corpora.download import default_cache_dir
+    from aiayn.data.corpora.multi30k import BASE_URL, fallbacks, first_had, multi30k_corpus
+    from aiayn.data.corpora.packaged import packaged_corpus
+    from aiayn.data.prepare import PrepareOptions, prepare
+
     data = out / "data"
     if reused is not None:
         return data, reused
-    log = out / "logs" / "prepare.log"
-    base = [
-        "prepare",
-        "--out",
-        str(data),
-        "--overwrite",
-        "--no-progress",
-        "--vocab-size",
-        str(vocab),
-    ]
-    if source in ("auto", "multi30k"):
-        m30k = [*base, "--source", "multi30k"]
-        if multi30k_dir:
-            m30k += ["--multi30k-dir", str(multi30k_dir)]
-        elif multi30k_url:
-            m30k += ["--mirror", multi30k_url]
-        if _quiet(m30k, log) == 0:
-            return data, "multi30k"
+    options = PrepareOptions(src_lang="en", tgt_lang="de", vocab_size=vocab, overwrite=True)
+
+    def attempt(name: str) -> None:
+        with _logged(out / "logs" / "prepare.log", f"prepare {name} into {data}"):
+            cache = default_cache_dir()
+            if name == "multi30k":
+                corpus = multi30k_corpus(multi30k_dir, cache, base_url=multi30k_url or BASE_URL)
+            else:
+                corpus = packaged_corpus("de", cache)
+            prepare(corpus, data, options)
+
+    def missed(name: str, e: UserError) -> None:
+        say(f"Multi30k could not be had ({e}): the packaged corpus instead")
+
+    try:
+        corpus, _ = first_had(fallbacks(source), attempt, missed)
+    except UserError as e:
         if source == "multi30k":
-            raise UserError(f"--source multi30k: Multi30k could not be had: {_last_line(log)}")
-        say(f"Multi30k could not be had ({_last_line(log)}): the packaged corpus instead")
-    if _quiet([*base, "--source", "packaged"], log) != 0:
-        raise UserError(f"the packaged corpus could not be prepared: {_last_line(log)}")
-    return data, "packaged"
+            raise UserError(f"--source multi30k: Multi30k could not be had: {e}") from None
+        raise UserError(f"the packaged corpus could not be prepared: {e}") from None
+    return data, corpus
 
 
 def _commit() -> str:
@@ -155,19 +153,30 @@ def _commit() -> str:
     return head + ("-dirty" if dirty else "")
 
 
-def _flags(cfg: Any, train: dict[str, Any]) -> list[str]:
-    """`aiayn train` flags for the settings of cfg and train that differ from the defaults."""
+def _settings(cfg: Any, train: dict[str, Any], protocol: Any, seed: int) -> Any:
+    """What a run of the table asks ``aiayn.train`` for: the base preset, the settings of cfg that
+    differ from it (those of the scaled variation), train's overrides and the protocol's."""
     from aiayn.config import ModelConfig
+    from aiayn.train import Settings
 
-    flags = []
     default = dataclasses.asdict(ModelConfig())
-    for key, value in dataclasses.asdict(cfg).items():
-        if key in ("vocab_size", "pad_id") or value == default[key]:
-            continue
-        flags += [f"--{key.replace('_', '-')}", str(value)]
-    for key, value in train.items():
-        flags += [f"--{key.replace('_', '-')}", str(value)]
-    return flags
+    model = {
+        key: value
+        for key, value in dataclasses.asdict(cfg).items()
+        if key not in ("vocab_size", "pad_id") and value != default[key]
+    }
+    values = {
+        "warmup": protocol.warmup,
+        "lr_scale": protocol.lr_scale,
+        "max_tokens": protocol.max_tokens,
+        "max_steps": protocol.steps,
+        "seed": seed,
+        "valid_every": 0,
+        "keep_last": 1,
+        "save_every_steps": max(protocol.steps // 6, 1),
+        "save_every_minutes": 0.0,
+    }
+    return Settings(preset="base", model=model, train={**train, **values})
 
 
 def _trained(run: Path) -> dict[str, Any]:
@@ -180,44 +189,76 @@ def _trained(run: Path) -> dict[str, Any]:
     return json.loads((latest / META_FILE).read_text(encoding="utf-8"))
 
 
-def _train(run: Path, data: Path, flags: list[str], protocol: Any, seed: int, log: Path) -> None:
+def _train(run: Path, data: Path, settings: Any, protocol: Any, log_file: Path) -> None:
     """Train run to protocol.steps, resuming its checkpoint if it has one."""
+    from functools import partial
+
+    from aiayn.evaluate import greedy_bleu
+    from aiayn.train import Runtime, Settings, load_train_data, resolve_configs, train
+
     step = _trained(run)["step"]
     if step >= protocol.steps:  # trained before a kill during its scoring
         return
-    if step > 0:
-        argv = ["train", "--run", str(run), "--data", str(data), "--resume", "--no-progress"]
-    else:
-        if run.exists():  # killed before its first checkpoint: nothing to keep
-            shutil.rmtree(run)
-        argv = ["train", "--run", str(run), "--data", str(data), "--preset", "base", *flags]
-        argv += ["--warmup", str(protocol.warmup), "--lr-scale", f"{protocol.lr_scale:g}"]
-        argv += ["--max-tokens", str(protocol.max_tokens), "--max-steps", str(protocol.steps)]
-        argv += ["--seed", str(seed), "--valid-every", "0", "--keep-last", "1", "--no-progress"]
-        argv += [
-            "--save-every-steps",
-            str(max(protocol.steps // 6, 1)),
-            "--save-every-minutes",
-            "0",
-        ]
-    if _quiet(argv, log) != 0:
-        raise UserError(f"{run}: training failed: {_last_line(log)} (log: {log})")
+    resume = step > 0
+    if not resume and run.exists():  # killed before its first checkpoint: nothing to keep
+        shutil.rmtree(run)
+    try:
+        with _logged(log_file, f"train {run}" + (" (resumed)" if resume else "")):
+            split = load_train_data(data, run, resume)
+            asked = Settings() if resume else settings  # resumed: the run's own config.json
+            model_cfg, train_cfg = resolve_configs(asked, split.tokenizer.vocab_size, run, resume)
+            result = train(
+                model_cfg,
+                train_cfg,
+                split,
+                run,
+                resume=resume,
+                runtime=Runtime(),
+                bleu=partial(greedy_bleu, lang=split.tgt_lang),
+            )
+            log.info("%s at step %d", result.stop_reason, result.progress.step)
+    except UserError as e:
+        raise UserError(f"{run}: training failed: {e} (log: {log_file})") from None
     if _trained(run)["step"] < protocol.steps:  # the training loop stopped on a signal
         raise KeyboardInterrupt
 
 
 def _score(run: Path, data: Path, out: Path, rid: str, protocol: Any) -> dict:
-    """Dev perplexity and sacreBLEU (beam 4, alpha 0.6, the last checkpoint alone)."""
-    report = run / "dev.json"
+    """Dev perplexity and sacreBLEU (beam 4, alpha 0.6, the last checkpoint alone): the figures
+    of ``aiayn evaluate``, kept in RUN/dev.json, the translations in OUT/hyps/RID.txt."""
+    from aiayn.config import DecodeConfig, to_dict
+    from aiayn.data import load_prepared
+    from aiayn.evaluate import evaluate
+    from aiayn.run_dir import resolve_checkpoint
+    from aiayn.storage import atomic_write
+    from aiayn.translator import load_translator
+
+    log_file = out / "logs" / f"{rid}.log"
     hyps = out / "hyps" / f"{rid}.txt"
     hyps.parent.mkdir(parents=True, exist_ok=True)
-    argv = ["evaluate", "--checkpoint", str(run), "--data", str(data), "--split", "valid"]
-    argv += ["--beam", str(protocol.beam), "--alpha", f"{protocol.alpha:g}", "--json", str(report)]
-    argv += ["--hyps", str(hyps)]
-    log = out / "logs" / f"{rid}.log"
-    if _quiet(argv, log) != 0:
-        raise UserError(f"{run}: scoring failed: {_last_line(log)} (log: {log})")
-    return json.loads(report.read_text(encoding="utf-8"))
+    try:
+        with _logged(log_file, f"score {run} on the valid split of {data}"):
+            prepared = load_prepared(data)
+            sources, references = prepared.texts("valid")
+            decode = DecodeConfig(beam=protocol.beam, alpha=protocol.alpha)
+            translator = load_translator(run, decode, fallback_tokenizer=prepared.tokenizer)
+            report = evaluate(translator, list(sources), list(references), prepared.tgt_lang)
+            lines = report.pop("hypotheses")
+            report |= {"engine": "torch", "checkpoint": str(resolve_checkpoint(run))}
+            report |= {"split": "valid", "decode": to_dict(translator.config)}
+            log.info(
+                "sacreBLEU %.2f (%s)",
+                report["sacrebleu"]["score"],
+                report["sacrebleu"]["signature"],
+            )
+    except UserError as e:
+        raise UserError(f"{run}: scoring failed: {e} (log: {log_file})") from None
+    for path, text in (
+        (run / "dev.json", json.dumps(report, indent=2) + "\n"),
+        (hyps, "".join(h + "\n" for h in lines)),
+    ):
+        atomic_write(path, lambda tmp, text=text: tmp.write_text(text, encoding="utf-8"))
+    return report
 
 
 def _refs(data: Path, out: Path) -> str:
@@ -400,7 +441,8 @@ def run_table3(
         resumed = f" (resumed at step {at:,})" if at else ""
         say(f"[{i}/{len(todo)}] {rid}: training {protocol.steps:,} steps{resumed}")
         started = time.monotonic()
-        _train(run_dir, data, _flags(cfg, train), protocol, seed, out / "logs" / f"{rid}.log")
+        settings = _settings(cfg, train, protocol, seed)
+        _train(run_dir, data, settings, protocol, out / "logs" / f"{rid}.log")
         trained = _trained(run_dir)
         scored_at = time.monotonic()
         dev = _score(run_dir, data, out, rid, protocol)

@@ -5,21 +5,31 @@ official repository ``multi30k/dataset``, ``data/task1/raw/``, where each file i
 SHA-256 sums below are of the decompressed files (measured on copies of the official files;
 the gzip files themselves were not available to hash), so a download is checked after
 decompression. Licence: research use, following Flickr30k's terms.
+
+Multi30k if it can be had, else the packaged corpus: ``aiayn demo`` and ``aiayn table3`` train
+on Multi30k when a local copy (``--multi30k-dir`` or $AIAYN_MULTI30K) or a download (from its
+official repository, or a mirror: ``--multi30k-url`` or $AIAYN_MULTI30K_URL) gives it, and
+otherwise on the packaged corpus, saying which. ``fallbacks`` names the corpora to try,
+``first_had`` tries them in turn, ``local_copy``, ``mirror`` and ``origin`` read and say where
+Multi30k comes from.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from aiayn.data.corpora import Corpus
-from aiayn.data.corpora.download import check_url, fetch, gunzip, join_url
+from aiayn.data.corpora.download import check_url, fetch, gunzip, join_url, url_from
 from aiayn.data.textio import DecodeCounter, Errors, read_aligned
 from aiayn.errors import UserError
 
 BASE_URL = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/"
 ENV = "AIAYN_MULTI30K"  # a local copy of the raw files, in place of --multi30k-dir
+URL_ENV = "AIAYN_MULTI30K_URL"  # a mirror of the official files, in place of --multi30k-url
+FALLBACK = "packaged"  # the corpus taken when Multi30k cannot be had
 SPLIT_FILES = {"train": "train", "valid": "val", "test": "test_2016_flickr"}
 LANGS = ("en", "de")
 SHA256 = {  # of the decompressed files
@@ -63,8 +73,7 @@ def multi30k_corpus(
 ) -> Corpus:
     """Multi30k from a local directory of the raw files (``directory`` or $AIAYN_MULTI30K), or
     downloaded into the cache."""
-    if directory is None and os.environ.get(ENV):
-        directory = Path(os.environ[ENV])
+    directory = local_copy(directory)
     if directory is None:
         directory = download_multi30k(cache, base_url, sha256, progress)
         origin = {"url": base_url}
@@ -104,3 +113,59 @@ def multi30k_corpus(
         decode_counter=counter,
         size_hint=31014,
     )
+
+
+# Multi30k if it can be had, else the packaged corpus ----------------------------------------
+
+T = TypeVar("T")
+
+
+def local_copy(directory: str | Path | None) -> Path | None:
+    """The local copy of the raw files: ``directory``, else $AIAYN_MULTI30K, else None: download."""
+    if directory is not None:
+        return Path(directory)
+    return Path(os.environ[ENV]) if os.environ.get(ENV) else None
+
+
+def mirror(url: str | None, flag: str = "--multi30k-url") -> str | None:
+    """The mirror to download from: ``url`` (checked, a bad one named by ``flag``), else
+    $AIAYN_MULTI30K_URL (named so), else None: the official repository, ``BASE_URL``."""
+    return url_from(url, flag, URL_ENV)
+
+
+def origin(directory: str | Path | None, url: str | None) -> str:
+    """Where Multi30k comes from, in words: a local copy, else a checked download.
+
+    >>> origin(None, None)
+    'a download from its official repository, checksums checked'
+    """
+    if directory is not None:
+        return f"the local copy {directory}"
+    return f"a download from {url or 'its official repository'}, checksums checked"
+
+
+def fallbacks(source: str, then: Sequence[str] = ()) -> tuple[str, ...]:
+    """The corpora to try, in order, for --source: auto is Multi30k, else the packaged corpus
+    (else ``then``); a named source is that one alone, with no fallback.
+
+    >>> fallbacks("auto"), fallbacks("auto", ["numbers"]), fallbacks("packaged")
+    (('multi30k', 'packaged'), ('multi30k', 'packaged', 'numbers'), ('packaged',))
+    """
+    return ("multi30k", FALLBACK, *then) if source == "auto" else (source,)
+
+
+def first_had(
+    names: Sequence[str], attempt: Callable[[str], T], on_miss: Callable[[str, UserError], None]
+) -> tuple[str, T]:
+    """(name, attempt(name)) for the first of ``names`` that can be had, tried in order.
+
+    One that cannot (``attempt`` raises a UserError: no network, a checksum that does not match,
+    no apt-get) is told to ``on_miss(name, error)`` before the next is tried; the last one's
+    UserError is raised.
+    """
+    for name in names[:-1]:
+        try:
+            return name, attempt(name)
+        except UserError as e:
+            on_miss(name, e)
+    return names[-1], attempt(names[-1])
