@@ -12,8 +12,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from aiayn.cli import demo, main
+from aiayn.cli import demo
 from aiayn.data import load_prepared
+from aiayn.data.corpora import multi30k
 from aiayn.errors import UserError
 from tests.multi30k_support import http_server, write_gz, write_raw
 
@@ -41,8 +42,8 @@ def mirror(tmp_path, monkeypatch):
 @pytest.fixture(autouse=True)
 def _cache(tmp_path, monkeypatch):
     monkeypatch.setenv("AIAYN_CACHE", str(tmp_path / "cache"))
-    monkeypatch.delenv(demo.MULTI30K_DIR_ENV, raising=False)
-    monkeypatch.delenv(demo.MULTI30K_URL_ENV, raising=False)
+    monkeypatch.delenv(multi30k.ENV, raising=False)
+    monkeypatch.delenv(multi30k.URL_ENV, raising=False)
 
 
 def parse(*argv: str) -> argparse.Namespace:
@@ -51,17 +52,18 @@ def parse(*argv: str) -> argparse.Namespace:
     return parser.parse_args(["--no-progress", "--vocab-size", "300", *argv])
 
 
-def fake_packaged(monkeypatch) -> list[list[str]]:
-    """Record `prepare --source packaged` instead of running it (Debian's packages are slow)."""
-    calls: list[list[str]] = []
+def fake_packaged(monkeypatch) -> list[str]:
+    """Record the preparing of the packaged corpus instead of running it (Debian's packages are
+    slow); every other corpus is prepared."""
+    calls: list[str] = []
+    build = demo._build
 
-    def cli(argv, quiet=False):
-        if "packaged" in argv:
-            calls.append(argv)
-            return 0
-        return main(argv)
+    def fake(args, data, source):
+        calls.append(source)
+        if source != "packaged":
+            build(args, data, source)
 
-    monkeypatch.setattr(demo, "_cli", cli)
+    monkeypatch.setattr(demo, "_build", fake)
     return calls
 
 
@@ -81,7 +83,7 @@ def test_auto_downloads_multi30k_with_checksums(tmp_path, mirror, capsys) -> Non
 
 def test_a_local_copy_from_the_environment(tmp_path, monkeypatch, capsys) -> None:
     write_raw(tmp_path / "m30k", PAIRS)
-    monkeypatch.setenv(demo.MULTI30K_DIR_ENV, str(tmp_path / "m30k"))
+    monkeypatch.setenv(multi30k.ENV, str(tmp_path / "m30k"))
     assert demo._prepare(parse(), tmp_path / "d") == "multi30k"
     assert f"corpus: multi30k, from the local copy {tmp_path / 'm30k'}" in capsys.readouterr().out
     assert load_prepared(tmp_path / "d").manifest["source"] == "multi30k"
@@ -92,26 +94,30 @@ def test_auto_falls_back_to_packaged_and_says_so(tmp_path, mirror, monkeypatch, 
     (root / "val.de.gz").write_bytes(gzip.compress(b"Falsch.\nFalsch.\n"))  # checksum fails
     calls = fake_packaged(monkeypatch)
     assert demo._prepare(parse("--multi30k-url", url), tmp_path / "d") == "packaged"
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     assert "Multi30k could not be had (see above): using the packaged corpus instead" in out
     assert "corpus: packaged" in out
-    assert len(calls) == 1
+    assert err.startswith("aiayn prepare: error: ")  # the "above": why
+    assert "sha256" in err
+    assert calls == ["multi30k", "packaged"]
     # Unreachable (nothing listens on the port): the same fallback.
     calls.clear()
     assert demo._prepare(parse("--multi30k-url", "http://127.0.0.1:9/"), tmp_path / "e") == (
         "packaged"
     )
-    assert len(calls) == 1
+    assert calls == ["multi30k", "packaged"]
 
 
-def test_a_named_source_does_not_fall_back(tmp_path, monkeypatch) -> None:
+def test_a_named_source_does_not_fall_back(tmp_path, monkeypatch, capsys) -> None:
     calls = fake_packaged(monkeypatch)
     args = parse("--source", "multi30k", "--multi30k-url", "http://127.0.0.1:9/")
     with pytest.raises(UserError, match="--source multi30k: Multi30k could not be had"):
         demo._prepare(args, tmp_path / "d")
-    assert calls == []
+    assert calls == ["multi30k"]
+    assert "cannot download http://127.0.0.1:9/" in capsys.readouterr().err  # the "see above"
     assert demo._prepare(parse("--source", "packaged"), tmp_path / "d") == "packaged"
-    assert "multi30k" not in " ".join(calls[-1])
+    assert calls == ["multi30k", "packaged"]
+    assert "trying Multi30k" not in capsys.readouterr().out
 
 
 def test_the_demo_ends_by_printing_the_explore_command(tmp_path, monkeypatch, capsys) -> None:

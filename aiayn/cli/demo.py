@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import io
 import json
 import os
 import shutil
+import sys
 import time
 import tomllib
 from importlib import resources
@@ -60,13 +62,12 @@ EXAMPLES = {
     "packaged": ("a software help text", "Click OK to close the dialog."),
     "numbers": ("a number in words", "three hundred and twelve"),
 }
-MULTI30K_DIR_ENV = "AIAYN_MULTI30K"  # a local copy of Multi30k's raw files
-MULTI30K_URL_ENV = "AIAYN_MULTI30K_URL"  # a mirror of its official raw files (tests, offline)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from aiayn.cli.common import integer, real, threads
     from aiayn.cli.prepare import MIN_VOCAB
+    from aiayn.data.corpora.multi30k import ENV, URL_ENV
 
     parser.add_argument("--run", default="runs/demo", help="run directory (default runs/demo)")
     parser.add_argument(
@@ -96,14 +97,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--multi30k-dir",
         type=Path,
-        default=os.environ.get(MULTI30K_DIR_ENV) or None,
-        help=f"a local copy of Multi30k's raw files (default ${MULTI30K_DIR_ENV}; "
-        "else it is downloaded)",
+        default=None,  # else $AIAYN_MULTI30K, read where Multi30k is opened
+        help=f"a local copy of Multi30k's raw files (default ${ENV}; else it is downloaded)",
     )
     parser.add_argument(
         "--multi30k-url",
         default=None,  # else $AIAYN_MULTI30K_URL, read by run() so that its errors name it
-        help=f"base URL to download Multi30k from (default ${MULTI30K_URL_ENV}, else the "
+        help=f"base URL to download Multi30k from (default ${URL_ENV}, else the "
         "official repository); the checksums are checked either way",
     )
     parser.add_argument(
@@ -164,51 +164,59 @@ def _cli(argv: list[str], quiet: bool = False) -> int:
 def _prepare(args: argparse.Namespace, data: Path) -> str:
     """Prepare the corpus into data (reused when complete); returns the source used.
 
-    --source auto tries Multi30k, then the packaged corpus, then the numbers task, and says
-    which it took and why; a named --source is that corpus or an error.
+    --source auto tries Multi30k, then the packaged corpus, then the numbers task
+    (``aiayn.data.corpora.multi30k.fallbacks``), and says which it took and why; a named
+    --source is that corpus or an error.
     """
+    from aiayn.data.corpora.multi30k import fallbacks, first_had, local_copy, origin
     from aiayn.errors import UserError
 
-    if args.source in ("auto", "multi30k"):
-        url = args.multi30k_url or "its official repository"
-        where = f"a download from {url}, checksums checked"
-        if args.multi30k_dir:
-            where = f"the local copy {args.multi30k_dir}"
-        _say(f"trying Multi30k (everyday image captions, EN-DE) from {where}")
-        if _prepare_one(args, data, "multi30k"):
-            _say(f"corpus: multi30k, from {where}")
-            return "multi30k"
+    where = origin(local_copy(args.multi30k_dir), args.multi30k_url)
+    taken = {
+        "multi30k": f"corpus: multi30k, from {where}",
+        "packaged": "corpus: packaged (software help texts from Debian packages, EN-DE)",
+        "numbers": "corpus: numbers (numbers written out in words, EN-DE)",
+    }
+    instead = {
+        "multi30k": "Multi30k could not be had (see above): using the packaged corpus instead",
+        "packaged": "the packaged corpus could not be had here (see above): using the numbers task",
+    }
+
+    def attempt(source: str) -> None:
+        if source == "multi30k":
+            _say(f"trying Multi30k (everyday image captions, EN-DE) from {where}")
+        _prepare_one(args, data, source)
+        _say(taken[source])
+
+    def missed(source: str, e: UserError) -> None:
+        _error(e)
+        _say(instead[source])
+
+    try:
+        source, _ = first_had(fallbacks(args.source, then=("numbers",)), attempt, missed)
+    except UserError as e:
+        _error(e)
         if args.source == "multi30k":
-            raise UserError("--source multi30k: Multi30k could not be had (see above)")
-        _say("Multi30k could not be had (see above): using the packaged corpus instead")
-    if args.source in ("auto", "packaged"):
-        if _prepare_one(args, data, "packaged"):
-            _say("corpus: packaged (software help texts from Debian packages, EN-DE)")
-            return "packaged"
+            raise UserError("--source multi30k: Multi30k could not be had (see above)") from None
         if args.source == "packaged":
-            raise UserError("--source packaged: the packaged corpus could not be had (see above)")
-        _say("the packaged corpus could not be had here (see above): using the numbers task")
-    if not _prepare_one(args, data, "numbers"):
-        raise UserError("could not prepare any corpus (see above)")
-    _say("corpus: numbers (numbers written out in words, EN-DE)")
-    return "numbers"
+            raise UserError(
+                "--source packaged: the packaged corpus could not be had (see above)"
+            ) from None
+        raise UserError("could not prepare any corpus (see above)") from None
+    return source
 
 
-def _prepare_one(args: argparse.Namespace, data: Path, source: str) -> bool:
-    """Prepare one corpus into data, or find it prepared with these settings: True if done."""
+def _error(e: Exception) -> None:
+    """The line that says why a corpus could not be had, as `aiayn prepare` says it."""
+    print(f"aiayn prepare: error: {e}", file=sys.stderr, flush=True)
+
+
+def _prepare_one(args: argparse.Namespace, data: Path, source: str) -> None:
+    """Prepare one corpus into data, or find it prepared with these settings; a UserError if it
+    cannot be had."""
     from aiayn.data import load_prepared
     from aiayn.errors import UserError
 
-    packaged = [
-        "--source",
-        "packaged",
-        "--origins",
-        args.origins,
-        "--max-words",
-        str(args.max_words),
-        "--min-words",
-        str(args.min_words),
-    ]
     with contextlib.suppress(UserError):
         manifest = load_prepared(data).manifest
         options, info = manifest.get("options", {}), manifest.get("source_info", {})
@@ -224,20 +232,36 @@ def _prepare_one(args: argparse.Namespace, data: Path, source: str) -> bool:
             same = same and options.get("vocab_size") == args.vocab_size
         if same:  # prepared by an earlier demo with these settings
             _say(f"reusing the prepared data in {data} ({source})")
-            return True
-    base = ["prepare", "--out", str(data), "--overwrite"]
-    if args.no_progress:
-        base.append("--no-progress")
-    if source == "packaged":
-        return _cli([*base, *packaged, "--vocab-size", str(args.vocab_size)]) == 0
+            return
+    _build(args, data, source)
+
+
+def _build(args: argparse.Namespace, data: Path, source: str) -> None:
+    """Prepare source into data with the demo's settings (``aiayn prepare``'s, and its summary)."""
+    from aiayn.cli.prepare import DEFAULT_VOCAB, summary
+    from aiayn.data.corpora.download import default_cache_dir
+    from aiayn.data.prepare import PrepareOptions, prepare
+
+    cache, progress = default_cache_dir(), not args.no_progress and sys.stderr.isatty()
+    options = PrepareOptions(src_lang="en", tgt_lang="de", vocab_size=args.vocab_size)
     if source == "multi30k":
-        m30k = ["--source", "multi30k", "--vocab-size", str(args.vocab_size)]
-        if args.multi30k_dir:
-            m30k += ["--multi30k-dir", str(args.multi30k_dir)]
-        elif args.multi30k_url:
-            m30k += ["--mirror", args.multi30k_url]
-        return _cli([*base, *m30k]) == 0
-    return _cli([*base, "--source", "numbers", "--num-pairs", "20000"]) == 0
+        from aiayn.data.corpora.multi30k import BASE_URL, multi30k_corpus
+
+        url = args.multi30k_url or BASE_URL
+        corpus = multi30k_corpus(args.multi30k_dir, cache, base_url=url, progress=progress)
+    elif source == "packaged":
+        from aiayn.data.corpora.packaged import packaged_corpus
+
+        origins = tuple(o.strip() for o in args.origins.split(","))
+        corpus = packaged_corpus("de", cache, progress=progress, origins=origins)
+        options = dataclasses.replace(options, max_words=args.max_words, min_words=args.min_words)
+    else:
+        from aiayn.data.corpora.simple import numbers_corpus
+
+        corpus = numbers_corpus("de", 20000)
+        options = dataclasses.replace(options, vocab_size=DEFAULT_VOCAB["numbers"])
+    options = dataclasses.replace(options, overwrite=True, progress=progress)
+    _say(summary(prepare(corpus, data, options), data))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -249,9 +273,9 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--minutes must be > 0, got {args.minutes}")
     if args.steps < 0:
         raise UserError(f"--steps must be >= 0, got {args.steps}")
-    from aiayn.data.corpora.download import url_from
+    from aiayn.data.corpora.multi30k import mirror
 
-    args.multi30k_url = url_from(args.multi30k_url, "--multi30k-url", MULTI30K_URL_ENV)
+    args.multi30k_url = mirror(args.multi30k_url)  # a bad one: one line naming its origin
     if args.threads:
         torch.set_num_threads(args.threads)
     run_dir = Path(args.run)

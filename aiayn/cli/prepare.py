@@ -260,7 +260,8 @@ def open_corpus(args: argparse.Namespace, langs: tuple[str, str], cache: Path):
     return simple.files_corpus(langs, args.src, args.tgt, args.tsv, errors=args.errors)
 
 
-def _summary(manifest: dict, out: Path) -> str:
+def summary(manifest: dict, out: Path) -> str:
+    """What `aiayn prepare` prints: the corpus, each split's pairs and tokens, what was dropped."""
     splits = manifest["splits"]
     lines = [
         f"prepared {manifest['source']} {manifest['src_lang']}-{manifest['tgt_lang']} in {out}"
@@ -324,5 +325,5 @@ def run(args: argparse.Namespace) -> int:
             manifest = prepare(corpus, args.out, opts)
     finally:
         signal.signal(signal.SIGTERM, previous)
-    print(_summary(manifest, args.out))
+    print(summary(manifest, args.out))
     return 0
