@@ -345,6 +345,7 @@ def to_dict(cfg: Any) -> dict[str, Any]:
 # Fields that older checkpoints stored in their ModelConfig and that are now chosen when a model
 # is run (``--kernels``, ``aiayn.kernels``): how to run is not what to compute. Ignored on load.
 RUN_TIME_FIELDS = ("kernels", "fused_attention")
+RUN_FLAGS = ("threads", "device", "bf16", "compile")  # flags of the verbs, never in a config
 # Fields of ModelConfig under their old names (checkpoints, config.json and TOML files of an
 # older aiayn): "d_k" and "d_v" held the override, while cfg.d_k is now always the head size.
 RENAMED_FIELDS = {"d_k": "d_k_override", "d_v": "d_v_override"}
@@ -467,6 +468,9 @@ def load_toml(path: str | Path | None) -> dict[str, Any]:
             moved = " (kernels are chosen when a model runs: --kernels)" * bool(
                 set(bad) & set(RUN_TIME_FIELDS)
             )
+            flags = [f"--{b}" for b in bad if b in RUN_FLAGS]
+            if flags:  # how to run, not what to compute: a flag of the command, never a setting
+                moved += f" ({', '.join(flags)}: how to run, a flag of the command)"
             raise UserError(f"{p}: unknown setting(s) in [{table}]: {', '.join(bad)}{moved}")
         hints = typing.get_type_hints(cls)
         checked = {}

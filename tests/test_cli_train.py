@@ -262,3 +262,28 @@ def test_bf16_autocast_runs_on_the_cpu(copy_data: Path, tmp_path: Path, monkeypa
     ]
     assert losses
     assert all(math.isfinite(x) for x in losses)
+
+
+@pytest.mark.parametrize(
+    ("toml", "line"),
+    [
+        ("[train]\nthreads = 2\n", "unknown setting(s) in [train]: threads (--threads: how to run"),
+        ("[model]\nd_modle = 8\n", "unknown setting(s) in [model]: d_modle"),
+        ("[train]\nwarmup = 'ten'\n", "[train] warmup: must be an integer"),
+    ],
+)
+def test_a_bad_config_is_one_line_before_the_data_is_looked_at(
+    tmp_path: Path, capsys, toml: str, line: str
+) -> None:
+    """An unknown key of a --config table (or a value of the wrong type) is refused in one line
+    naming the file, the table and the key, before the data or the run is opened: the data
+    directory here does not exist, and its refusal must not come first."""
+    config = tmp_path / "c.toml"
+    config.write_text(toml, encoding="utf-8")
+    argv = ["--config", str(config), "--data", str(tmp_path / "none"), "--run", str(tmp_path / "r")]
+    assert main(["train", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"aiayn train: error: {config}: ")
+    assert line in err
+    assert err.count("\n") == 1
+    assert not (tmp_path / "r").exists()

@@ -232,6 +232,7 @@ class _Progress:
 
 
 def run(args: argparse.Namespace) -> int:
+    from aiayn.config import load_toml
     from aiayn.run_dir import LOCK_FILE
     from aiayn.storage import DirectoryLock, set_hash_checks
     from aiayn.train.configure import check_run_dir
@@ -239,6 +240,7 @@ def run(args: argparse.Namespace) -> int:
 
     run_dir = Path(args.run)
     check_device(args.device)  # a missing GPU is an error before anything is loaded
+    load_toml(args.config)  # so is a bad --config (an unknown table or key, a value's type)
     device = pick_device(args.device)
     if args.threads:
         import torch
