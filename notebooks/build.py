@@ -168,6 +168,24 @@ def execute(nb: dict, lang: str, timeout: int = 600) -> dict:
     return out
 
 
+_PROSE = re.compile(r'(data-mime-type="text/markdown">)(.*?)(</div>)', re.S)
+_MATH = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$", re.S)
+
+
+def typeset(page: str) -> str:
+    """The formulas of the page's prose as MathML, so that it shows them offline too
+    (nbconvert leaves them to MathJax, loaded from a CDN).  Uses aiayn[html]'s latex2mathml."""
+    import html
+
+    from aiayn.walkthrough.render_html import tex
+
+    def formula(m: re.Match) -> str:
+        display = m.group(1) is not None
+        return tex(html.unescape(m.group(1) if display else m.group(2)), display=display)
+
+    return _PROSE.sub(lambda m: m.group(1) + _MATH.sub(formula, m.group(2)) + m.group(3), page)
+
+
 def render_html(nb: dict, title: str) -> str:
     import nbformat
     from nbconvert import HTMLExporter
@@ -176,7 +194,7 @@ def render_html(nb: dict, title: str) -> str:
     body, _ = exporter.from_notebook_node(
         nbformat.reads(json.dumps(nb), as_version=4), resources={"metadata": {"name": title}}
     )
-    return body
+    return typeset(body)
 
 
 def main(argv: list[str] | None = None) -> int:
