@@ -101,6 +101,15 @@ def test_the_solved_notebook_has_solutions_instead_of_stubs() -> None:
         assert text.startswith(f"def {cell['metadata']['exercise']}(")
 
 
+def test_the_pages_formulas_are_mathml_and_code_keeps_its_dollars() -> None:
+    page = ('<div data-mime-type="text/markdown"><p>$d_k$ and $$\\sqrt{d_k}$$</p></div>'
+            '<pre>print("$5")</pre>')  # fmt: skip
+    out = build.typeset(page)
+    assert out.count("<math") == 2
+    assert "$d_k$" not in out
+    assert 'print("$5")' in out
+
+
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_the_html_pages_are_there(lang: str) -> None:
     for name in NAMES:
