@@ -181,7 +181,10 @@ def typeset(page: str) -> str:
 
     def formula(m: re.Match) -> str:
         display = m.group(1) is not None
-        return tex(html.unescape(m.group(1) if display else m.group(2)), display=display)
+        try:
+            return tex(html.unescape(m.group(1) if display else m.group(2)), display=display)
+        except Exception:  # TeX that latex2mathml cannot read: left to MathJax, online
+            return m.group(0)
 
     return _PROSE.sub(lambda m: m.group(1) + _MATH.sub(formula, m.group(2)) + m.group(3), page)
 
