@@ -35,10 +35,12 @@ Setup = Callable[[Path, dict[str, str]], None]
 
 
 def protocol(**changes: Any) -> dict[str, Any]:
-    """protocol.json as `aiayn table3 --steps 3` writes it, with changes."""
+    """protocol.json as `aiayn table3 --steps 3` writes it (a check: the first 100 dev pairs),
+    with changes."""
     from aiayn.table3.results import Protocol
+    from aiayn.table3.run import default_dev_limit
 
-    return {**dataclasses.asdict(Protocol(steps=3)), **changes}
+    return {**dataclasses.asdict(Protocol(steps=3, dev_limit=default_dev_limit(3))), **changes}
 
 
 def record(name: str = "base", seed: int = 1, **changes: Any) -> dict[str, Any]:
@@ -265,6 +267,16 @@ BAD_PROTOCOLS: list[tuple[str, bytes, str]] = [
     ("corpus-int", line(protocol(corpus=1)), "corpus: must be a string, got 1"),
     ("corpus-other", line(protocol(corpus="wmt14")), "corpus: must be multi30k or packaged"),
     ("sha-null", line(protocol(tokenizer_sha256=None)), "tokenizer_sha256: must be a string"),
+    (
+        "dev-limit-negative",
+        line(protocol(dev_limit=-1)),
+        "dev_limit: must be >= 0 (0: all), got -1",
+    ),
+    (
+        "dev-limit-string",
+        line(protocol(dev_limit="100")),
+        "dev_limit: must be an integer, got '100'",
+    ),
 ]
 
 # A mirror URL that is none: (id, value, what the error says after the flag and the value).
@@ -331,6 +343,13 @@ def _cases() -> list[Case]:
             "t3/protocol.json: this results directory was run with other settings "
             "(steps 5 there, 3 now)",
             results(good, prot=protocol(steps=5)),
+        ),
+        Case(  # a check (the first 100 dev pairs) never joins a directory scored on all of them
+            "table3-run-protocol-other-dev-limit",
+            RUN,
+            "t3/protocol.json: this results directory was run with other settings "
+            "(dev_limit 0 there, 100 now)",
+            results(good, prot=protocol(dev_limit=0)),
         ),
         # OUT/data left by an earlier invocation: reused only when it is this table's corpus
         Case(

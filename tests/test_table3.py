@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import pytest
@@ -12,11 +13,14 @@ from aiayn.cli import main as aiayn
 from aiayn.config import PRESETS
 from aiayn.errors import UserError
 from aiayn.table3 import report, stats
+from aiayn.table3.curves import read_curves
 from aiayn.table3.results import (
     RECORD,
     Protocol,
     append_result,
+    check_directory,
     check_protocol,
+    read_protocol,
     read_results,
     record_problem,
 )
@@ -28,6 +32,7 @@ from aiayn.table3.rows import (
     variation,
     variations,
 )
+from aiayn.table3.run import _dev_split, default_dev_limit, valid_every
 from tests.multi30k_support import write_raw
 
 
@@ -187,7 +192,7 @@ def test_a_refused_run_leaves_the_results_file_as_it_was(
     if damage == "bad line":
         lines.insert(1, b"[1, 2]")
     protocol = {"other steps": {"steps": 5}, "bad protocol": {"steps": "3"}}.get(damage, {})
-    write_dir(out, lines, {**dataclasses.asdict(Protocol(steps=3)), **protocol})
+    write_dir(out, lines, {**dataclasses.asdict(Protocol(steps=3, dev_limit=100)), **protocol})
     with (out / "results.jsonl").open("ab") as fh:
         fh.write(b'{"run": "E-learned-s1", "dev_')  # a kill while appending
     before = {p: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
@@ -213,6 +218,42 @@ def test_a_bad_mirror_url_in_the_environment_is_named(verb, tmp_path, monkeypatc
     )
     assert not (tmp_path / "t3").exists()
     assert not (tmp_path / "d").exists()
+
+
+def test_the_committed_table_keeps_its_protocol_and_a_check_scores_100_dev_pairs() -> None:
+    """protocol.json written before --dev-limit existed scored the whole dev split: the
+    table's budget (1,000 steps) still does, so runs appended there share its protocol."""
+    committed = Path(__file__).parents[1] / "benchmarks" / "results" / "table3"
+    assert "dev_limit" not in json.loads((committed / "protocol.json").read_text())
+    assert read_protocol(committed)["dev_limit"] == 0
+    steps = read_protocol(committed)["steps"]
+    check_directory(committed, Protocol(steps=steps, dev_limit=default_dev_limit(steps)))
+    assert default_dev_limit(steps) == 0
+    assert default_dev_limit(20) == 100
+    with pytest.raises(UserError, match="dev_limit 0 there, 100 now"):
+        check_directory(committed, Protocol(steps=steps, dev_limit=100))
+
+
+def test_a_dev_limit_cuts_the_valid_split_of_training_to_its_first_pairs() -> None:
+    from aiayn.data.splits import InMemorySplit
+    from aiayn.train import TrainData
+
+    pairs = [([i + 4] * (i + 1), [i + 5] * (i + 2)) for i in range(5)]
+    texts = ([f"s{i}" for i in range(5)], [f"r{i}" for i in range(5)])
+    data = TrainData(InMemorySplit(pairs), InMemorySplit(pairs), valid_texts=texts)
+    cut = _dev_split(data, 2)
+    assert len(cut.valid) == 2
+    assert [a.tolist() for a in cut.valid.pair(1)] == [list(x) for x in pairs[1]]
+    assert cut.valid_texts == (["s0", "s1"], ["r0", "r1"])
+    assert _dev_split(data, 0) is data
+    assert _dev_split(data, 9) is data
+
+
+def test_every_validation_point_of_a_curve_divides_the_budget() -> None:
+    assert valid_every(1000) == 100
+    assert 1000 % valid_every(4000) == 0  # 4,000 updates pass through the 1,000-update point
+    assert valid_every(20) == 2
+    assert valid_every(3) == 1
 
 
 def test_another_budget_in_the_same_directory_is_refused(tmp_path) -> None:
@@ -333,7 +374,7 @@ def test_table3_runs_resumes_after_an_interruption_and_never_redoes_a_run(
         assert r["model"]["d_model"] == 128
         hyps = (out / r["hyps"]).read_text().split("\n")[:-1]  # not splitlines: U+2028 may occur
         refs = (out / r["refs"]).read_text().split("\n")[:-1]
-        assert len(hyps) == len(refs) > 5  # one translation a dev sentence
+        assert len(hyps) == len(refs) == r["dev_pairs"] == 12  # all: the limit (100) is above
     learned = [r for r in records if r["name"] == "E-learned"]
     assert all(r["model"]["positions"] == "learned" for r in learned)
     md = (out / "report.md").read_text()
@@ -342,6 +383,18 @@ def test_table3_runs_resumes_after_an_interruption_and_never_redoes_a_run(
     assert "learned positional embeddings are about as good as sinusoids" in md
     assert (out / "plots" / "table3-E.png").stat().st_size > 1000
     assert "| paper base (Table 2) | 100,000 | 3.3e+18 | 1 |" in md
+    assert "its first 12 pairs only (--dev-limit 100: a check, not the protocol)" in md
+    # Each run's curve: dev PPL at every validation (a tenth of 3 steps: each), the training
+    # loss as often; the last validation is the model that was scored
+    curves = read_curves(out)
+    assert set(curves) == {r["run"] for r in records}
+    for r in records:
+        assert [p[0] for p in curves[r["run"]]["dev_ppl"]] == [1, 2, 3]
+        assert [p[0] for p in curves[r["run"]]["train_loss"]] == [1, 2, 3]
+        assert curves[r["run"]]["dev_ppl"][-1][1] == pytest.approx(r["dev_ppl"], rel=1e-3)
+    assert "## Learning curves" in md
+    assert "![curves of row E](plots/curves-E.png)" in md
+    assert (out / "plots" / "curves-E.png").stat().st_size > 1000
     # Where the runs come from, over every record: their commits, threads and machine
     commit = records[0]["commit"][:8]
     threads = records[0]["threads"]
@@ -365,6 +418,8 @@ def test_table3_runs_resumes_after_an_interruption_and_never_redoes_a_run(
         (["--rows", "A,F"], "give row groups of Table 3 separated by commas, from A, B, C, D, E"),
         (["--steps", "0"], "--steps"),
         (["--seeds", "x"], "--seeds"),
+        (["--dev-limit", "-1"], "--dev-limit: must be an integer >= 0, got '-1'"),
+        (["--dev-limit", "all"], "--dev-limit: must be an integer, got 'all'"),
         (["--report-only", "--out", "/nonexistent/t3"], "no results yet"),
     ],
 )

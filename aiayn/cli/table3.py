@@ -2,7 +2,7 @@
 
   aiayn table3                              (the whole table: 18 variations and the base)
   aiayn table3 --rows A,C --seeds 2 --out runs/table3
-  aiayn table3 --rows A --steps 20 --seeds 1 --out /tmp/t3    (a check in minutes)
+  aiayn table3 --rows A --steps 20 --seeds 1 --out /tmp/t3    (a check: about 2 minutes)
   aiayn table3 --report-only --out runs/table3                (rebuild the report)
 
 Each row of the paper's Table 3 changes one thing of the base model; here the same change, in
@@ -15,10 +15,17 @@ seeds. Each run is then scored on the dev split as in Table 3: perplexity per wo
 (teacher-forced, no label smoothing) and sacreBLEU with beam 4, alpha 0.6 and no checkpoint
 averaging; its parameters, steps, training minutes and training FLOPs are recorded.
 
+Below 200 steps a run is a check, scored on the first 100 dev pairs (--dev-limit N sets it;
+0 scores all): an untrained model never emits EOS, and decoding the whole dev split to its
+maximum length would take most of the time. protocol.json records the limit, so that a check
+and the table never share a results directory.
+
 OUT receives protocol.json (the shared settings: another --steps is refused there),
 results.jsonl (one record per finished run, with its config, seed, commit and the machine's
-matmul peak), hyps/ (the dev translations, for the paired bootstrap), runs/ (checkpoints),
-report.md (and the same as one self-contained page, report.html) and plots/table3-{A..E}.png.
+matmul peak), curves.json (each run's dev PPL every 100 updates, a tenth of a shorter budget,
+and its training loss per 50 updates), hyps/ (the dev translations, for the paired
+bootstrap), runs/ (checkpoints), report.md (and the same as one self-contained page,
+report.html) and plots/ (table3-{A..E}.png, and curves-{A..E}.png once runs have curves).
 Interrupted (Ctrl-C, a kill), the same command continues the run it was in from its last
 checkpoint and never redoes a finished run. A damaged protocol.json or results.jsonl (named
 with its line), an OUT/data of another corpus and a --multi30k-url that is not a URL are
@@ -37,7 +44,11 @@ import argparse
 from pathlib import Path
 
 from aiayn.cli.common import integer, threads
-from aiayn.table3.run import ROWS  # the runner's module imports nothing heavy at its top
+from aiayn.table3.run import (  # the runner's module imports nothing heavy at its top
+    QUICK_DEV_LIMIT,
+    QUICK_STEPS,
+    ROWS,
+)
 
 
 def _rows(text: str) -> tuple[str, ...]:
@@ -81,6 +92,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="N",
         help="seeds of the base row (default: --seeds + 1, so 3)",
+    )
+    parser.add_argument(
+        "--dev-limit",
+        type=integer(0),
+        default=None,
+        metavar="N",
+        help=f"score the first N dev pairs only, a check (0: all; default {QUICK_DEV_LIMIT} "
+        f"below {QUICK_STEPS} steps, else all); protocol.json records it",
     )
     parser.add_argument(
         "--out",
@@ -144,6 +163,7 @@ def run(args: argparse.Namespace) -> int:
         steps=args.steps,
         seeds=args.seeds,
         base_seeds=args.base_seeds,
+        dev_limit=args.dev_limit,
         source=args.source,
         multi30k_dir=args.multi30k_dir,
         multi30k_url=url,

@@ -57,11 +57,14 @@ class Protocol:
     alpha: float = 0.6  # Table 3: length penalty 0.6
     averaging: int = 1  # Table 3: "no checkpoint averaging"
     tokenizer_sha256: str = ""  # the prepared BPE: a re-prepared corpus must give the same one
+    dev_limit: int = 0  # EXTENSION: score the first dev_limit dev pairs only (a check); 0: all
 
     def __post_init__(self) -> None:
         for name in ("steps", "max_tokens", "warmup", "vocab_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}: must be >= 1, got {getattr(self, name)}")
+        if self.dev_limit < 0:
+            raise ValueError(f"dev_limit: must be >= 0 (0: all), got {self.dev_limit}")
         if self.corpus not in ("multi30k", "packaged"):
             raise ValueError(f"corpus: must be multi30k or packaged, got {self.corpus!r}")
 
@@ -70,6 +73,10 @@ def run_id(name: str, seed: int) -> str:
     """The name of one run: the variation and the seed, "A-h1-s2"."""
     return f"{name}-s{seed}"
 
+
+# Fields of Protocol added after directories were written: a protocol.json without one was run
+# with this value (dev_limit: before it existed, every run scored the whole dev split).
+ADDED_LATER = {"dev_limit": 0}
 
 # Types, as a record or protocol.json must hold them (JSON: an int is a number, a bool is not).
 INT, NUMBER, STRING, OBJECT = "an integer", "a finite number", "a string", "an object"
@@ -180,6 +187,8 @@ def read_protocol(out: Path) -> dict[str, Any] | None:
     except ValueError as e:
         problem = f"not JSON ({e})"
     else:
+        if isinstance(found, dict):
+            found = {**ADDED_LATER, **found}
         problem = _protocol_problem(found)
     if problem:
         raise UserError(f"{path}: {problem}; fix it, or remove it, or choose another --out")

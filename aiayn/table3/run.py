@@ -31,6 +31,22 @@ from aiayn.errors import UserError
 log = logging.getLogger(__name__)
 
 ROWS = ("A", "B", "C", "D", "E")  # Table 3's row groups
+QUICK_STEPS = 200  # below this many updates a run is a check, not the table: ...
+QUICK_DEV_LIMIT = 100  # ... it scores the first 100 dev pairs unless --dev-limit says otherwise
+LOG_EVERY = 50  # the training loss of a curve: one point per 50 updates
+
+
+def default_dev_limit(steps: int) -> int:
+    """The dev pairs a run of ``steps`` updates is scored on by default (0: all of them): the
+    whole dev split for the table, the first ``QUICK_DEV_LIMIT`` for a check of a few updates
+    (an untrained model never emits EOS, so decoding the whole split would take most of it)."""
+    return QUICK_DEV_LIMIT if steps < QUICK_STEPS else 0
+
+
+def valid_every(steps: int) -> int:
+    """Updates between the dev-PPL points of a curve: every 100 for a budget of hundreds
+    (4,000 passes through 1,000), else a tenth of the budget; the last update always has one."""
+    return 100 if steps >= 1000 and steps % 100 == 0 else max(steps // 10, 1)
 
 
 @contextlib.contextmanager
@@ -171,7 +187,8 @@ def _settings(cfg: Any, train: dict[str, Any], protocol: Any, seed: int) -> Any:
         "max_tokens": protocol.max_tokens,
         "max_steps": protocol.steps,
         "seed": seed,
-        "valid_every": 0,
+        "valid_every": valid_every(protocol.steps),  # dev PPL for the curve (no RNG drawn)
+        "log_every": min(LOG_EVERY, valid_every(protocol.steps)),  # a check's curve too
         "keep_last": 1,
         "save_every_steps": max(protocol.steps // 6, 1),
         "save_every_minutes": 0.0,
@@ -189,8 +206,28 @@ def _trained(run: Path) -> dict[str, Any]:
     return json.loads((latest / META_FILE).read_text(encoding="utf-8"))
 
 
+def _dev_split(split: Any, limit: int) -> Any:
+    """The training data with its valid split cut to its first ``limit`` pairs (0: as it is)."""
+    from aiayn.data.splits import ArraySplit
+
+    valid = split.valid
+    if not limit or valid is None or len(valid) <= limit:
+        return split
+    cut = ArraySplit(
+        valid.src_tokens,
+        valid.src_offsets[: limit + 1],
+        valid.tgt_tokens,
+        valid.tgt_offsets[: limit + 1],
+    )
+    texts = split.valid_texts
+    if texts is not None:
+        texts = (texts[0][:limit], texts[1][:limit])
+    return dataclasses.replace(split, valid=cut, valid_texts=texts)
+
+
 def _train(run: Path, data: Path, settings: Any, protocol: Any, log_file: Path) -> None:
-    """Train run to protocol.steps, resuming its checkpoint if it has one."""
+    """Train run to protocol.steps, resuming its checkpoint if it has one; every
+    ``valid_every`` updates its dev PPL (on the protocol's dev pairs) goes to RUN/metrics.jsonl."""
     from functools import partial
 
     from aiayn.evaluate import greedy_bleu
@@ -204,7 +241,7 @@ def _train(run: Path, data: Path, settings: Any, protocol: Any, log_file: Path) 
         shutil.rmtree(run)
     try:
         with _logged(log_file, f"train {run}" + (" (resumed)" if resume else "")):
-            split = load_train_data(data, run, resume)
+            split = _dev_split(load_train_data(data, run, resume), protocol.dev_limit)
             asked = Settings() if resume else settings  # resumed: the run's own config.json
             model_cfg, train_cfg = resolve_configs(asked, split.tokenizer.vocab_size, run, resume)
             result = train(
@@ -225,7 +262,8 @@ def _train(run: Path, data: Path, settings: Any, protocol: Any, log_file: Path) 
 
 def _score(run: Path, data: Path, out: Path, rid: str, protocol: Any) -> dict:
     """Dev perplexity and sacreBLEU (beam 4, alpha 0.6, the last checkpoint alone): the figures
-    of ``aiayn evaluate``, kept in RUN/dev.json, the translations in OUT/hyps/RID.txt."""
+    of ``aiayn evaluate``, kept in RUN/dev.json, the translations in OUT/hyps/RID.txt; on the
+    first ``protocol.dev_limit`` dev pairs when it is set."""
     from aiayn.config import DecodeConfig, to_dict
     from aiayn.data import load_prepared
     from aiayn.evaluate import evaluate
@@ -239,7 +277,7 @@ def _score(run: Path, data: Path, out: Path, rid: str, protocol: Any) -> dict:
     try:
         with _logged(log_file, f"score {run} on the valid split of {data}"):
             prepared = load_prepared(data)
-            sources, references = prepared.texts("valid")
+            sources, references = _first(prepared.texts("valid"), protocol.dev_limit)
             decode = DecodeConfig(beam=protocol.beam, alpha=protocol.alpha)
             translator = load_translator(run, decode, fallback_tokenizer=prepared.tokenizer)
             report = evaluate(translator, list(sources), list(references), prepared.tgt_lang)
@@ -261,16 +299,36 @@ def _score(run: Path, data: Path, out: Path, rid: str, protocol: Any) -> dict:
     return report
 
 
-def _refs(data: Path, out: Path) -> str:
-    """Copy the dev references next to the translations once; their path relative to OUT."""
-    from aiayn.data import layout, load_prepared
+def _first(texts: tuple[Sequence[str], Sequence[str]], limit: int) -> tuple[list, list]:
+    """(sources, references), their first ``limit`` pairs (0: all)."""
+    sources, references = texts
+    end = limit or len(sources)
+    return list(sources)[:end], list(references)[:end]
 
-    lang = load_prepared(data).manifest["tgt_lang"]
+
+def _refs(data: Path, out: Path, limit: int) -> tuple[str, int]:
+    """Write the dev references (the first ``limit``, 0: all) next to the translations once:
+    their path relative to OUT and how many there are."""
+    from aiayn.data import load_prepared
+
+    _, references = _first(load_prepared(data).texts("valid"), limit)
     refs = out / "hyps" / "refs.txt"
     if not refs.is_file():
         refs.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(layout.text_path(data, "valid", lang), refs)
-    return str(refs.relative_to(out))
+        text = "".join(r + "\n" for r in references)
+        tmp = refs.with_suffix(".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, refs)
+    return str(refs.relative_to(out)), len(references)
+
+
+def _curve(run: Path, out: Path, rid: str) -> None:
+    """The run's curve (dev PPL at each validation, training loss per log window), from
+    RUN/metrics.jsonl into OUT/curves.json."""
+    from aiayn.run_dir import read_metrics
+    from aiayn.table3.curves import curve_from_metrics, write_curve
+
+    write_curve(out, rid, curve_from_metrics(read_metrics(run)))
 
 
 def _train_flops(data: Path, cfg: Any, protocol: Any, seed: int) -> float:
@@ -332,6 +390,12 @@ def write_report(out: Path) -> Path:
             " split"
         )
     )
+    limit = first["protocol"].get("dev_limit", 0)
+    if limit:
+        pairs = first.get("dev_pairs", limit)
+        label = label.replace(" (1,014 pairs)", "") + (
+            f", its first {pairs:,} pairs only (--dev-limit {limit}: a check, not the protocol)"
+        )
     counts = report.summary(checked)
     text = [
         "# Table 3, rerun at CPU scale",
@@ -364,6 +428,7 @@ def write_report(out: Path) -> Path:
         "",
         *[f"![row {p.stem[-1]}](plots/{p.name})" for p in plots],
         "",
+        *_curves_section(records, out),
     ]
     path = out / "report.md"
     markdown = "\n".join(text)
@@ -374,6 +439,45 @@ def write_report(out: Path) -> Path:
     return path
 
 
+def _curves_section(records: list[dict[str, Any]], out: Path) -> list[str]:
+    """The report's learning curves (OUT/curves.json) and row C at the base's compute; nothing
+    when no run recorded a curve."""
+    from aiayn.table3.curves import curve_plots, equal_compute, read_curves
+
+    curves = read_curves(out)
+    if not curves:
+        return []
+    plots = curve_plots(records, curves, out / "plots")
+    lines = [
+        "## Learning curves",
+        "",
+        f"Dev PPL at each validation of {sum(r['run'] in curves for r in records)} runs "
+        "(OUT/curves.json, with the training loss per 50 updates).",
+        "",
+        *[f"![curves of row {p.stem[-1]}](plots/{p.name})" for p in plots],
+        "",
+    ]
+    rows = equal_compute(records, curves)
+    if rows:
+        lines += [
+            "## Row C at the base's compute",
+            "",
+            "Each run's dev PPL where it has spent the training FLOPs of the base run of the "
+            "same seed (interpolated in log PPL between validations).",
+            "",
+            "| run | update | dev PPL | how |",
+            "|---|---|---|---|",
+            *[
+                f"| {r['run']} | {r['step']:,.0f} | "
+                + ("" if r["ppl"] != r["ppl"] else f"{r['ppl']:.2f}")
+                + f" | {r['how']} |"
+                for r in rows
+            ],
+            "",
+        ]
+    return lines
+
+
 def run_table3(
     out: Path,
     *,
@@ -381,6 +485,7 @@ def run_table3(
     steps: int = 1000,
     seeds: int = 2,
     base_seeds: int | None = None,
+    dev_limit: int | None = None,
     source: str = "auto",
     multi30k_dir: str | Path | None = None,
     multi30k_url: str | None = None,
@@ -389,7 +494,9 @@ def run_table3(
     """Train and score every run of ``rows`` not yet in OUT/results.jsonl; OUT/report.md.
 
     The base row gets ``base_seeds`` seeds (default ``seeds`` + 1), every variation of ``rows``
-    ``seeds`` seeds, each ``steps`` updates (``Protocol``). ``source`` is "auto" (Multi30k, from
+    ``seeds`` seeds, each ``steps`` updates (``Protocol``), scored on the first ``dev_limit``
+    dev pairs (0: all; default ``default_dev_limit(steps)``). Each run's curve goes to
+    OUT/curves.json as soon as it is trained. ``source`` is "auto" (Multi30k, from
     ``multi30k_dir`` or downloaded, from ``multi30k_url`` if given; else the packaged corpus,
     labelled), "multi30k" or "packaged". What it does is told line by line to ``say``.
     """
@@ -410,13 +517,21 @@ def run_table3(
     todo = [(VARIATIONS[0], s) for s in range(1, base_seeds + 1)]
     chosen = variations(tuple(rows))
     todo += [(v, s) for s in range(1, seeds + 1) for v in chosen]
-    protocol = Protocol(steps=steps)
+    if dev_limit is None:
+        dev_limit = default_dev_limit(steps)
+    protocol = Protocol(steps=steps, dev_limit=dev_limit)
     records = check_directory(out, protocol)  # before anything is run or written
     reused = _reused(source, out / "data", protocol.vocab_size)
     say(
         f"Table 3 at CPU scale: rows {','.join(rows)}, {len(todo)} runs of {steps:,} "
         f"updates of {protocol.max_tokens:,} tokens, in {out}"
     )
+    if dev_limit:
+        say(
+            f"dev: the first {dev_limit:,} pairs only (--dev-limit {dev_limit}"
+            + (f", the default below {QUICK_STEPS} steps" if steps < QUICK_STEPS else "")
+            + "): a check, not the table's protocol, which scores the whole dev split"
+        )
     say(_plan_table([VARIATIONS[0], *chosen], protocol))
     out.mkdir(parents=True, exist_ok=True)
     data, corpus = _prepare(
@@ -427,7 +542,7 @@ def run_table3(
     if corpus != "multi30k":
         say("corpus: the packaged corpus (a FALLBACK: Multi30k could not be had)")
     done = {r["run"] for r in records}
-    refs = _refs(data, out)
+    refs, dev_pairs = _refs(data, out, protocol.dev_limit)
     peak = matmul_peak() / 1e9
     commit = _commit()
     for i, (v, seed) in enumerate(todo, 1):
@@ -443,6 +558,7 @@ def run_table3(
         started = time.monotonic()
         settings = _settings(cfg, train, protocol, seed)
         _train(run_dir, data, settings, protocol, out / "logs" / f"{rid}.log")
+        _curve(run_dir, out, rid)
         trained = _trained(run_dir)
         scored_at = time.monotonic()
         dev = _score(run_dir, data, out, rid, protocol)
@@ -464,6 +580,7 @@ def run_table3(
             "dev_bleu": dev["sacrebleu"]["score"],
             "bleu_signature": dev["sacrebleu"]["signature"],
             "dev_chrf": dev["chrf"]["score"],  # characters: comparable for any target language
+            "dev_pairs": dev_pairs,  # the dev pairs scored: all, or the first protocol.dev_limit
             "hyps": f"hyps/{rid}.txt",
             "refs": refs,
             "train_minutes": trained["elapsed_s"] / 60,
