@@ -44,8 +44,11 @@ $(VENV)/.course: $(STAMP)
 	$(BIN)/pip install --quiet -e '.[course]'
 	touch $(VENV)/.course
 
+# Your work goes into notebooks/yours/ (ignored by git), copied once from notebooks/en and zh.
 course: $(VENV)/.course
-	$(BIN)/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/
+	mkdir -p notebooks/yours
+	cp -rn notebooks/en notebooks/zh notebooks/yours/
+	$(BIN)/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/yours/
 
 format: $(STAMP)
 	$(BIN)/ruff format .

@@ -19,6 +19,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -102,8 +103,12 @@ def lab(notebook: str, out: Path, find: str, width: int, height: int) -> None:
 
     port = free_port()
     jupyter = Path(sys.executable).parent / "jupyter"
+    # A copy of the notebooks: JupyterLab saves a notebook it has run, outputs and all.
+    root = Path(tempfile.mkdtemp()) / "notebooks"
+    for lang in ("en", "zh"):
+        shutil.copytree(REPO / "notebooks" / lang, root / lang)
     cmd = [str(jupyter), "lab", "--no-browser", f"--port={port}", "--IdentityProvider.token=",
-           "--ServerApp.ip=127.0.0.1", f"--ServerApp.root_dir={REPO / 'notebooks'}",
+           "--ServerApp.ip=127.0.0.1", f"--ServerApp.root_dir={root}",
            "--LabApp.expose_app_in_browser=True"]  # fmt: skip
     if os.geteuid() == 0:
         cmd.append("--allow-root")  # a container's root
@@ -140,6 +145,7 @@ def lab(notebook: str, out: Path, find: str, width: int, height: int) -> None:
             proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
             proc.kill()
+        shutil.rmtree(root.parent, ignore_errors=True)
 
 
 def main() -> int:

@@ -189,7 +189,8 @@ print(
 # 都重跑了一遍（`aiayn table3`，Multi30k，1000 步，两个随机种子，见 docs/table3.md），
 # 结果文件是仓库里的 `benchmarks/results/table3/results.jsonl`。
 # %%
-path = Path("../../benchmarks/results/table3/results.jsonl")
+RESULTS = "benchmarks/results/table3/results.jsonl"  # in the repository, above this notebook
+path = next(p / RESULTS for p in [Path.cwd(), *Path.cwd().parents] if (p / RESULTS).is_file())
 records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
 row = [x for x in records if x["row"] in ("A", "base")]
 by_h: dict[int, list[dict]] = {}
