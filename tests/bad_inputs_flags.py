@@ -15,7 +15,7 @@ were accepted) and --no-browser is given.
 
 from __future__ import annotations
 
-from bad_inputs import EVALUATE, HAND, QUICK, SMALL, TRANSLATE, Case
+from tests.bad_inputs import EVALUATE, HAND, QUICK, SMALL, TRANSLATE, Case
 
 TRAIN = ("train", "--data", "{data}", "--run", "{tmp}/r", "--preset", "tiny", *SMALL, *QUICK)
 EXPLORE = ("explore", "--checkpoint", "{dir}", "--no-browser", "--port", "0")

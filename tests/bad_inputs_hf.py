@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bad_inputs import Case, _evil_zip, _pickled, _truncate
+from tests.bad_inputs import Case, _evil_zip, _pickled, _truncate
 
 Setup = Callable[[Path, dict[str, str]], None]
 DROP = object()  # a config value that removes the key

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bad_inputs import Case
+from tests.bad_inputs import Case
 
 OUT = "{tmp}/t3"
 RUN = ("table3", "--rows", "E", "--steps", "3", "--seeds", "1", "--base-seeds", "1")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bad_inputs import Case
+from tests.bad_inputs import Case
 
 W = ("walkthrough", "--checkpoint")
 MODEL = (*W, "{model}")

@@ -1,9 +1,11 @@
 """Count the bad-input table of tests/bad_inputs.py: every case run in-process through
 ``aiayn.cli.main``; prints "N bad inputs, T tracebacks, S silent" for docs/reliability-inputs.md.
 
-  python tests/count_bad_inputs.py            the whole table (about half a minute)
-  python tests/count_bad_inputs.py --quick    every 10th case
-  python tests/count_bad_inputs.py --json bad_inputs.json
+  python -m tests.count_bad_inputs            the whole table (about half a minute)
+  python -m tests.count_bad_inputs --quick    every 10th case
+  python -m tests.count_bad_inputs --json bad_inputs.json
+
+(from the repository root: it imports the table as every test does, from tests.bad_inputs).
 
 A traceback is an exception escaping main (or "Traceback" on stderr), silent is exit status 0,
 unclear is a refusal whose one error line lacks the expected name of the setting or file.
@@ -30,7 +32,7 @@ def main() -> int:
     import torch
 
     torch.set_num_threads(1)
-    from bad_inputs import all_cases, build_world, problems, run_case  # this script's folder
+    from tests.bad_inputs import all_cases, build_world, problems, run_case
 
     cases = all_cases()
     if args.quick:

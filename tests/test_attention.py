@@ -12,7 +12,6 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from cases import attention_case, keep_with_empty_rows, qkv
 from hypothesis import given, settings
 from torch import nn
 from torch.func import functional_call
@@ -26,6 +25,7 @@ from aiayn.attention import (
     scaled_dot_product_attention,
 )
 from aiayn.kernels.attention import attention as fast_attention
+from tests.attention_support import attention_case, keep_with_empty_rows, qkv
 
 # The CPU backends of F.scaled_dot_product_attention that accept a boolean mask.
 CPU_BACKENDS = [SDPBackend.MATH, SDPBackend.FLASH_ATTENTION]

@@ -12,11 +12,11 @@ import sys
 import time
 from pathlib import Path
 
-import bad_inputs_hf
 import pytest
-from bad_inputs import all_cases, build_world, fill, problems, run_case
 
 from aiayn.cli import main
+from tests.bad_inputs import all_cases, build_world, fill, problems, run_case
+from tests.bad_inputs_hf import CASES as HF_CASES
 
 REPO = Path(__file__).resolve().parents[1]
 CASES = all_cases()
@@ -41,7 +41,7 @@ def test_the_table_covers_every_verb_and_kind_of_input() -> None:
     by_verb = collections.Counter(c.argv[0] for c in CASES if c.argv)
     for verb in VERBS:
         assert by_verb[verb] >= 8, (verb, by_verb[verb])
-    for verb in (v for v in DOORS if v in {c.argv[0] for c in bad_inputs_hf.CASES}):
+    for verb in (v for v in DOORS if v in {c.argv[0] for c in HF_CASES}):
         assert by_verb[verb] >= 8, (verb, by_verb[verb])
     assert sum(c.toml is not None for c in CASES) >= 60  # TOML configs
     for placeholder in ("{dir}", "{empty}", "{binary}", "{latin1}", "{text}", "{json}"):
@@ -259,9 +259,12 @@ def test_ctrl_c_at_start_up_is_one_line_and_130(world, delay) -> None:
 @pytest.mark.slow
 def test_the_count_script_reports_the_table() -> None:
     """tests/count_bad_inputs.py, whose line docs/reliability-inputs.md quotes."""
-    script = REPO / "tests" / "count_bad_inputs.py"
     proc = subprocess.run(
-        [sys.executable, str(script), "--quick"], capture_output=True, text=True, timeout=600
+        [sys.executable, "-m", "tests.count_bad_inputs", "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=REPO,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     n = len(CASES[::10])

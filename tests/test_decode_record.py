@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from aiayn.config import DecodeConfig
 from aiayn.data import EOS
 from aiayn.decode import BeamStep, beam_search, greedy_search, length_penalty, search
-from tests.test_decode import PrefixLM, table_lm
+from tests.decode_support import PrefixLM, table_lm
 
 A, B_ = 3, 4
 TABLE = {  # the worked example of test_decode.test_scripted_probabilities_give_known_hypotheses

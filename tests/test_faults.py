@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from test_storage import small_disk
 
 from aiayn import run_dir as layout
 from aiayn import storage
@@ -27,7 +26,9 @@ from aiayn.errors import UserError
 from aiayn.storage import DiskFull
 from aiayn.train import checkpoints as ckpt
 from aiayn.train import latest_checkpoint, list_checkpoints, train
-from tests import fault_trials as faults
+from tests.fault_trials import run_trials
+from tests.fault_trials import setup as trial_setup
+from tests.storage_support import small_disk
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -45,7 +46,7 @@ def copy_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def trained_run(tmp_path: Path, steps: int = 6, keep_last: int = 100) -> Path:
     """A run of the tiny model with a checkpoint every 3 steps (library train, in process)."""
     run = tmp_path / "run"
-    model, cfg, data = faults.setup(max_steps=steps)
+    model, cfg, data = trial_setup(max_steps=steps)
     import dataclasses
 
     train(model, dataclasses.replace(cfg, keep_last=keep_last), data, run)
@@ -70,7 +71,7 @@ def one_line_error(capsys, *names: str) -> str:
 @pytest.mark.slow
 def test_kill_9_trials_lose_nothing_and_leave_nothing(tmp_path: Path) -> None:
     """24 kills: every chosen point of the checkpoint write and the prune, and random moments."""
-    counts = faults.run_trials(24, seed=0, workdir=tmp_path, max_delay=0.6)
+    counts = run_trials(24, seed=0, workdir=tmp_path, max_delay=0.6)
     assert counts["details"] == []
     assert counts["trials"] == 24
     assert counts["at_points"] == 12  # each of the 10 points at least once
@@ -178,7 +179,7 @@ def test_a_flipped_byte_in_a_checkpoint_is_one_error_naming_the_file(
     run = trained_run(tmp_path, steps=3)
     d = latest_checkpoint(run)
     flip(d / name, where)
-    model, cfg, data = faults.setup(max_steps=4)
+    model, cfg, data = trial_setup(max_steps=4)
     with pytest.raises(UserError) as caught:
         train(model, cfg, data, run, resume=True)
     message = str(caught.value)
@@ -278,13 +279,13 @@ def test_cli_readers_refuse_a_flipped_checkpoint_in_one_line(
 def test_a_full_disk_during_training_keeps_the_last_checkpoint(tmp_path: Path) -> None:
     with small_disk(tmp_path / "disk", "1m") as disk:
         run = disk / "run"
-        model, cfg, data = faults.setup(max_steps=3)
+        model, cfg, data = trial_setup(max_steps=3)
         train(model, cfg, data, run)
         used = sum(f.stat().st_size for f in (run / "checkpoints" / "step_00000003").iterdir())
         free = os.statvfs(disk).f_bavail * os.statvfs(disk).f_frsize
         (disk / "filler").write_bytes(b"\0" * max(free - used // 2, 0))  # room for half of one
         before = {f.name: f.read_bytes() for f in (run / "checkpoints" / "step_00000003").iterdir()}
-        model, cfg, data = faults.setup(max_steps=6)
+        model, cfg, data = trial_setup(max_steps=6)
         with pytest.raises(DiskFull, match=r"^no space left on device while writing .*step_0000"):
             train(model, cfg, data, run, resume=True)
         root = run / "checkpoints"
@@ -292,7 +293,7 @@ def test_a_full_disk_during_training_keeps_the_last_checkpoint(tmp_path: Path) -
         after = {f.name: f.read_bytes() for f in (root / "step_00000003").iterdir()}
         assert after == before
         (disk / "filler").unlink()
-        model, cfg, data = faults.setup(max_steps=6)
+        model, cfg, data = trial_setup(max_steps=6)
         assert train(model, cfg, data, run, resume=True).progress.step == 6
 
 
@@ -354,7 +355,7 @@ def ckpt_session_start(run: Path) -> None:
     from aiayn.train.distributed import World
     from aiayn.train.session import Session
 
-    model_cfg, cfg, data = faults.setup()
+    model_cfg, cfg, data = trial_setup()
     from aiayn.model import Transformer
 
     model = Transformer(model_cfg)
@@ -372,7 +373,7 @@ def test_a_second_ctrl_c_during_the_final_save_does_not_lose_it(
     tmp_path: Path, monkeypatch
 ) -> None:
     run = tmp_path / "run"
-    model, cfg, data = faults.setup(max_steps=1000)
+    model, cfg, data = trial_setup(max_steps=1000)
     real_save_model = ckpt.save_model
     interrupts = []
 

@@ -11,7 +11,6 @@ import contextlib
 
 import pytest
 import torch
-from cases import attention_case, keep_with_empty_rows, qkv
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -20,6 +19,7 @@ import aiayn.attention as plain
 import aiayn.kernels.attention as kernels
 from aiayn.attention import causal_mask, padding_mask, scaled_dot_product_attention, with_causal
 from aiayn.kernels.attention import BATCHED_MAX_KEYS, batched_attention, sdpa_attention
+from tests.attention_support import attention_case, keep_with_empty_rows, qkv
 
 CPU_BACKENDS = [SDPBackend.MATH, SDPBackend.FLASH_ATTENTION]  # SDPA's CPU kernels with a mask
 KERNELS = [sdpa_attention, batched_attention]

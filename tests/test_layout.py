@@ -332,3 +332,137 @@ def test_every_package_is_in_the_wheel() -> None:
     assert found | {"aiayn.recipes"} == set(setuptools["packages"])
     assert setuptools["package-dir"] == {"aiayn.recipes": "recipes"}
     assert (REPO / "recipes" / "__init__.py").is_file()
+
+
+def test_pretrained_sits_between_the_loader_and_the_run_directory() -> None:
+    graph = import_graph()
+    assert "aiayn.pretrained" in graph["aiayn.run_dir"]  # one home: resolve_checkpoint asks it
+    reached = reachable(graph, "aiayn.pretrained")
+    assert "aiayn.weights" in reached  # the walk does walk
+    later = ("aiayn.run_dir", "aiayn.data", "aiayn.train", "aiayn.translator", "aiayn.cli")
+    assert sorted(m for m in reached if m.startswith(later)) == []
+
+
+# tests/: support modules in one place, imported one way; no test file imports another --------
+
+TESTS = REPO / "tests"
+TEST_SCRIPTS = {"fault_trials", "count_bad_inputs"}  # run by hand (CONTRIBUTING.md)
+
+
+def _is_support(stem: str) -> bool:
+    """A module of tests/ that is not a test file: a support module, a table or a script."""
+    return stem.endswith("_support") or stem.startswith("bad_inputs") or stem in TEST_SCRIPTS
+
+
+def _test_import_problems(path: Path, local: set[str]) -> list[str]:
+    """Each import in PATH of a module of tests/ (LOCAL: their names) not written
+    ``from tests.NAME import ...``, or of a test file."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split(".")[0] in local | {"tests"}:
+                    found.append(f"import {a.name}, line {node.lineno}")
+        elif isinstance(node, ast.ImportFrom):
+            parts = (node.module or "").split(".")
+            if node.level or parts[0] in local or (parts[0] == "tests" and len(parts) != 2):
+                found.append(
+                    f"from {'.' * node.level}{node.module or ''} import, line {node.lineno}"
+                )
+            elif parts[0] == "tests" and parts[1].startswith("test_"):
+                found.append(f"from {node.module} import (a test file), line {node.lineno}")
+    return found
+
+
+def test_every_module_of_tests_is_a_test_file_or_a_support_module() -> None:
+    """tests/ holds test files, conftest.py and support modules (*_support.py, the bad-input
+    tables, two scripts); a *_support.py lives in tests/ and nowhere else."""
+    stems = {p.stem for p in TESTS.glob("*.py")}
+    other = sorted(s for s in stems if not s.startswith("test_") and s != "conftest")
+    assert "translator_support" in other  # the walk does walk
+    assert [s for s in other if not _is_support(s)] == []
+    elsewhere = [
+        str(p.relative_to(REPO))
+        for folder in ("aiayn", "benchmarks", "recipes", "scripts", "examples", "tests")
+        for p in (REPO / folder).rglob("*_support.py")
+        if p.parent != TESTS
+    ]
+    assert elsewhere == []
+
+
+def test_tests_import_support_modules_one_way_and_never_a_test_file() -> None:
+    """``from tests.NAME import ...`` only: never a bare ``import NAME`` (it works only while
+    tests/ is on sys.path), ``from tests import NAME`` or a relative import; never a test file."""
+    local = {p.stem for p in TESTS.glob("*.py")}
+    problems = {}
+    for path in sorted(TESTS.glob("*.py")):
+        if found := _test_import_problems(path, local):
+            problems[path.name] = found
+    assert problems == {}
+
+
+def test_the_test_import_check_sees_each_other_way(tmp_path: Path) -> None:
+    script = tmp_path / "test_x.py"
+    script.write_text(
+        "import cases\nfrom cases import qkv\nfrom tests import fault_trials\n"
+        "from tests.test_decode import PrefixLM\nfrom tests.decode_support import PrefixLM\n"
+    )
+    assert _test_import_problems(script, {"cases", "fault_trials", "test_decode"}) == [
+        "import cases, line 1",
+        "from cases import, line 2",
+        "from tests import, line 3",
+        "from tests.test_decode import (a test file), line 4",
+    ]
+
+
+def _test_map() -> tuple[set[str], set[str]]:
+    """The modules and the test files that CONTRIBUTING.md's test map names: in each row, a
+    path (`aiayn/x.py`), or a folder (`aiayn/data/`) and the file names after it (`bpe.py`)."""
+    text = (REPO / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    section = text.split("## Where the tests are", 1)[1].split("\n## ", 1)[0]
+    code: set[str] = set()
+    tests: set[str] = set()
+    for row in section.splitlines():
+        if not row.startswith("| `") and not row.startswith("| the "):
+            continue
+        cells = row.strip().strip("|").split("|")
+        folder = ""
+        for token in re.findall(r"`([^`]+)`", cells[0]):
+            if token.endswith("/"):
+                folder = token
+            elif token.endswith(".py"):
+                code.add(token if "/" in token else folder + token)
+        for token in re.findall(r"`([^`]+)`", row):
+            if re.fullmatch(r"(\w+/)?test_\w+\.py", token):
+                tests.add(token.rpartition("/")[2])
+    return code, tests
+
+
+def test_the_test_map_names_every_module_and_every_test_file() -> None:
+    """CONTRIBUTING.md's "Where the tests are" names every aiayn/**/*.py and every test file
+    (tests/test_*.py, benchmarks/test_*.py), and nothing that is not there."""
+    code, tests = _test_map()
+    modules = {
+        str(p.relative_to(REPO)) for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts
+    }
+    test_files = {
+        p.name for folder in ("tests", "benchmarks") for p in (REPO / folder).glob("test_*.py")
+    }
+    assert "aiayn/data/layout.py" in code  # a folder's files are read
+    assert sorted(modules - code) == []  # a module the map leaves out
+    assert sorted(code - modules) == []  # a module the map names that is not there
+    assert sorted(test_files - tests) == []
+    assert sorted(tests - test_files) == []
+
+
+def test_the_lab_is_dated_folders_with_a_readme_that_pytest_leaves_out() -> None:
+    """Each folder of the lab is dated, YYYY-MM-what, with its README.md (rounds, protocol,
+    verdicts); pytest's testpaths (make test) do not reach into it."""
+    import tomllib
+
+    folders = sorted(p for p in (REPO / LAB).iterdir() if p.is_dir() and p.name[0] not in "._")
+    assert folders  # the walk does walk
+    assert [p.name for p in folders if not re.fullmatch(r"\d{4}-\d{2}-[a-z0-9-]+", p.name)] == []
+    assert [p.name for p in folders if not (p / "README.md").is_file()] == []
+    pytest_ini = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["pytest"]
+    assert [t for t in pytest_ini["ini_options"]["testpaths"] if t.startswith(LAB)] == []

@@ -308,17 +308,6 @@ def test_rescoring_a_shipped_model_gives_its_recorded_figures(shipped, tiny, tmp
         check(recorded, {**measured, "sentences": measured["sentences"] - 1})
 
 
-def test_pretrained_sits_between_the_loader_and_the_run_directory() -> None:
-    from tests.test_layout import import_graph, reachable
-
-    graph = import_graph()
-    assert "aiayn.pretrained" in graph["aiayn.run_dir"]  # one home: resolve_checkpoint asks it
-    reached = reachable(graph, "aiayn.pretrained")
-    assert "aiayn.weights" in reached  # the walk does walk
-    later = ("aiayn.run_dir", "aiayn.data", "aiayn.train", "aiayn.translator", "aiayn.cli")
-    assert sorted(m for m in reached if m.startswith(later)) == []
-
-
 def test_the_shipped_registry_is_sound() -> None:
     """The real registry: every model there, its size and SHA-256 as recorded, at most
     MAX_BYTES, loadable, with a results file that records its data and its first-200 score."""

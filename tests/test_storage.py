@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import logging
 import os
@@ -17,6 +16,7 @@ import torch
 from aiayn import storage
 from aiayn.errors import UserError
 from aiayn.storage import DirectoryLock, DiskFull, atomic_write
+from tests.storage_support import small_disk
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -26,23 +26,6 @@ def dead_pid() -> int:
     proc = subprocess.Popen(["true"])
     proc.wait()
     return proc.pid
-
-
-@contextlib.contextmanager
-def small_disk(path: Path, size: str = "256k"):
-    """A tmpfs of the given size at path (root only); skips the test where mount is refused."""
-    path.mkdir(parents=True, exist_ok=True)
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs needs root (the injected-ENOSPC tests still run)")
-    res = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], capture_output=True
-    )
-    if res.returncode != 0:
-        pytest.skip(f"mount -t tmpfs not permitted here: {res.stderr.decode().strip()}")
-    try:
-        yield path
-    finally:
-        subprocess.run(["umount", "-l", str(path)], check=False)
 
 
 def test_atomic_write_leaves_no_partial_file_when_the_writer_raises(tmp_path: Path) -> None:

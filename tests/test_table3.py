@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 import pytest
-from bad_inputs_table3 import line, record, write_dir
 
 from aiayn.cli import main as aiayn
 from aiayn.config import PRESETS
@@ -33,6 +32,7 @@ from aiayn.table3.rows import (
     variations,
 )
 from aiayn.table3.run import _dev_split, default_dev_limit, valid_every
+from tests.bad_inputs_table3 import line, record, write_dir
 from tests.multi30k_support import write_raw
 
 

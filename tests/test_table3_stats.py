@@ -7,12 +7,12 @@ import re
 from pathlib import Path
 
 import pytest
-from bad_inputs_table3 import record
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aiayn.table3 import findings, report, stats
 from aiayn.table3.stats import Interval, decide, interval, t_cdf, t_quantile
+from tests.bad_inputs_table3 import record
 
 # Closed forms of Student's t quantile: df 1 is Cauchy, tan(pi (p - 1/2)); df 2 is
 # (2p - 1) / sqrt(2 p (1 - p)). The bisection on the A&S series must give both.
