@@ -58,6 +58,18 @@ def write_shipped(model: Path, dest: Path) -> None:
     save_model(dest, state, config, metadata=meta)
 
 
+def _data_sha256(source_info: dict) -> str | dict[str, str]:
+    """The SHA-256 of what was read: one file's (Tatoeba), or each raw file's where the corpus is
+    several files that match the official sums (Multi30k)."""
+    if "sha256" in source_info:
+        return source_info["sha256"]
+    if source_info.get("matches_official_sha256"):
+        from aiayn.data.corpora.multi30k import SHA256
+
+        return dict(SHA256)
+    sys.exit(f"the data's manifest records no SHA-256 of its source: {source_info}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("name")
@@ -120,7 +132,7 @@ def main() -> int:
             "source": args.source,
             "licence": args.licence,
             "prepare": args.prepare,
-            "sha256": manifest["source_info"].get("sha256"),
+            "sha256": _data_sha256(manifest["source_info"]),
             "pairs": {k: v["pairs"] for k, v in manifest["splits"].items()},
         },
         "decoding": "beam 4, alpha 0.6 (section 6.1), aiayn evaluate's defaults",
