@@ -200,8 +200,8 @@ def test_demo_reuses_prepared_data_only_when_its_settings_match(tmp_path, monkey
 
     from aiayn.cli import demo
 
-    calls: list[list[str]] = []
-    monkeypatch.setattr(demo, "_cli", lambda argv, quiet=False: calls.append(argv) or 0)
+    built: list[argparse.Namespace] = []
+    monkeypatch.setattr(demo, "_build", lambda args, data, source: built.append(args))
     manifest = {
         "source": "packaged",
         "options": {
@@ -217,17 +217,18 @@ def test_demo_reuses_prepared_data_only_when_its_settings_match(tmp_path, monkey
     packaged = ["--no-progress", "--source", "packaged"]
     args = parser.parse_args(packaged)
     assert demo._prepare(args, tmp_path) == "packaged"
-    assert calls == []  # same settings: reused
+    assert built == []  # same settings: reused
     args = parser.parse_args([*packaged, "--origins", "help,ui,ding"])
     assert demo._prepare(args, tmp_path) == "packaged"
-    assert calls
-    assert calls[-1][calls[-1].index("--origins") + 1] == "help,ui,ding"
-    calls.clear()
+    assert [b.origins for b in built] == ["help,ui,ding"]
+    built.clear()
     args = parser.parse_args([*packaged, "--max-words", "20", "--min-words", "3"])
     demo._prepare(args, tmp_path)
-    assert calls
-    assert calls[-1][calls[-1].index("--max-words") + 1] == "20"
-    assert calls[-1][calls[-1].index("--min-words") + 1] == "3"
+    assert [(b.max_words, b.min_words) for b in built] == [(20, 3)]
+    built.clear()
+    args = parser.parse_args([*packaged, "--vocab-size", "4000"])
+    demo._prepare(args, tmp_path)
+    assert [b.vocab_size for b in built] == [4000]
 
 
 def test_aiayn_version_prints_the_package_version(capsys) -> None:
