@@ -55,6 +55,7 @@ VERBS = [
     ("sentencepiece", ["import-hf", "--model", "{tmp}", "--out", "{tmp}/o/m.safetensors"]),
     ("matplotlib", ["plot", "{tmp}", "--out", "{tmp}/o"]),
     ("matplotlib", ["translate", "--checkpoint", "{ckpt}", "--attention", "{tmp}/o"]),
+    ("matplotlib", ["table3", "--out", "{tmp}/o", "--steps", "20"]),
     ("num2words", ["prepare", "--source", "numbers", "--lang-pair", "en-de", "--out", "{tmp}/o"]),
     ("latex2mathml", ["walkthrough", "--html", "{tmp}/o/w.html"]),
 ]  # fmt: skip

@@ -148,8 +148,10 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from aiayn.data.corpora.multi30k import mirror
+    from aiayn.errors import require
     from aiayn.table3.run import run_table3, write_report
 
+    require("matplotlib", "plot")  # the report's plots: said before hours of runs, not after
     out = Path(args.out)
     url = mirror(args.multi30k_url)  # checked first: a bad one is one line naming its origin
     if args.report_only:
