@@ -189,6 +189,23 @@ def typeset(page: str) -> str:
     return _PROSE.sub(lambda m: m.group(1) + _MATH.sub(formula, m.group(2)) + m.group(3), page)
 
 
+_STYLE = re.compile(r"<style[^>]*>(.*?)</style>\s*", re.S)
+STYLESHEET = "course.css"  # docs/course/course.css: nbconvert's styles, one copy for every page
+
+
+def share_styles(page: str) -> tuple[str, str]:
+    """(page, css): the page's <style> blocks taken out into one stylesheet, in their order, and
+    a link to ../course.css where the first stood (nbconvert writes the same ~7,300 lines of CSS
+    into every page)."""
+    css = "\n".join(m.group(1).strip("\n") for m in _STYLE.finditer(page)) + "\n"
+    first = _STYLE.search(page)
+    if first is None:
+        return page, ""
+    link = f'<link rel="stylesheet" href="../{STYLESHEET}">\n'
+    head, tail = page[: first.start()], page[first.start() :]
+    return head + link + _STYLE.sub("", tail), css
+
+
 def render_html(nb: dict, title: str) -> str:
     import nbformat
     from nbconvert import HTMLExporter
@@ -228,7 +245,9 @@ def main(argv: list[str] | None = None) -> int:
             seconds, cpu = time.perf_counter() - start, nb["metadata"].pop("cpu_seconds")
             out = HTML / lang / (path.stem + ".html")
             out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(render_html(nb, path.stem), encoding="utf-8")
+            page, css = share_styles(render_html(nb, path.stem))
+            out.write_text(page, encoding="utf-8")
+            (HTML / STYLESHEET).write_text(css, encoding="utf-8")
             print(f"{out.relative_to(REPO)}: ran in {seconds:.1f} s ({cpu:.1f} CPU s)", flush=True)
     return 0
 

@@ -112,8 +112,23 @@ def test_the_pages_formulas_are_mathml_and_code_keeps_its_dollars() -> None:
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_the_html_pages_are_there(lang: str) -> None:
+    """Each page links the one shared stylesheet and carries no copy of it."""
     for name in NAMES:
-        assert (REPO / "docs" / "course" / lang / f"{name}.html").is_file(), name
+        page = (REPO / "docs" / "course" / lang / f"{name}.html").read_text(encoding="utf-8")
+        assert f'<link rel="stylesheet" href="../{build.STYLESHEET}">' in page, name
+        assert "<style" not in page, name
+    assert (REPO / "docs" / "course" / build.STYLESHEET).stat().st_size > 10_000
+
+
+def test_share_styles_keeps_the_order_and_leaves_one_link() -> None:
+    page = "<head><style>a{}</style>\n<script>x</script><style>b{}</style></head><p>c</p>"
+    out, css = build.share_styles(page)
+    assert css == "a{}\nb{}\n"
+    assert (
+        out
+        == '<head><link rel="stylesheet" href="../course.css">\n<script>x</script></head><p>c</p>'
+    )
+    assert build.share_styles("<p>no style</p>") == ("<p>no style</p>", "")
 
 
 # --- Running the notebooks (nbclient, a fresh kernel each) ---------------------------------------
